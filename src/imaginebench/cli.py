@@ -1,0 +1,149 @@
+"""The ``imaginebench`` command-line tool: one verb per pipeline stage.
+
+Commands are thin: parse, validate, call the library. Errors print one line and exit 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+
+from imaginebench.config import PROFILES
+
+app = typer.Typer(help="ImagineBench: reinforcement learning from imaginary rollouts.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+data_app = typer.Typer(help="Build, inspect and export datasets.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+EXPECTED_ERRORS = (ValueError, FileNotFoundError, FileExistsError, ImportError, NotImplementedError, KeyError)
+
+
+def friendly(fn: Callable) -> Callable:
+    """Turn expected errors into one line on stderr and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except EXPECTED_ERRORS as exc:
+            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            typer.echo(f"error: {msg}", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+ProfileOpt = typer.Option(None, "--profile", help=f"Size profile: {', '.join(PROFILES)} (default $IMAGINEBENCH_PROFILE or small).")
+
+
+@app.command()
+@friendly
+def envs() -> None:
+    """List domains, whether they are installed, their levels, task and instruction counts."""
+    from imaginebench.domains.base import LEVELS
+    from imaginebench.envs.registry import ENV_SPECS, load_domain
+
+    typer.echo(f"{'env id':<16} {'status':<28} " + " ".join(f"{lv:>16}" for lv in LEVELS))
+    for env_id, spec in ENV_SPECS.items():
+        try:
+            domain = load_domain(env_id)
+        except ImportError:
+            typer.echo(f"{env_id:<16} {'missing extra [' + spec.extra + ']':<28}")
+            continue
+        except NotImplementedError:
+            typer.echo(f"{env_id:<16} {'not implemented yet':<28}")
+            continue
+        cells = []
+        for lv in LEVELS:
+            tasks = domain.tasks(lv)
+            n_instr = sum(len(t.bank(lv)) for t in tasks)
+            cells.append(f"{len(tasks):>4} tasks/{n_instr:<5}")
+        kind = f"Discrete({domain.action_dim})" if domain.discrete_actions else f"Box({domain.action_dim})"
+        typer.echo(f"{env_id:<16} {f'state {domain.state_dim}, {kind}':<28} " + " ".join(f"{c:>16}" for c in cells))
+    typer.echo("\ncells: tasks / instruction phrasings at that level (rephrase: held-out phrasings).")
+
+
+@data_app.command("collect")
+@friendly
+def data_collect(
+    env: str = typer.Option("CLEVR-v0", "--env", help="Environment id."),
+    level: str = typer.Option("train", "--level", help="train = the real dataset; rephrase/easy/hard = expert data of that level (the Real upper bound)."),
+    profile: Optional[str] = ProfileOpt,
+    episodes: Optional[int] = typer.Option(None, "--episodes", help="Override the profile's episode count."),
+    seed: int = typer.Option(0, "--seed"),
+    workers: int = typer.Option(1, "--workers", help="Worker processes."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing dataset."),
+) -> None:
+    """Collect expert rollouts and save them under the data home."""
+    import time
+
+    from imaginebench.data.hub import build_real
+    from imaginebench.data.storage import read_manifest
+
+    start = time.perf_counter()
+    path = build_real(env, level, profile, episodes=episodes, seed=seed, workers=workers, overwrite=overwrite)
+    n = read_manifest(path)["metadata"]["episodes"]
+    typer.echo(f"wrote {n} episodes to {path} in {time.perf_counter() - start:.1f} s")
+
+
+@data_app.command("info")
+@friendly
+def data_info(
+    path: Optional[Path] = typer.Argument(None, help="A dataset file; default: every dataset under the data home."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Summarise datasets (episodes, transitions, success rate, metadata)."""
+    from imaginebench.config import data_home
+    from imaginebench.data.storage import load_dataset
+
+    paths = [path] if path else sorted((data_home() / "datasets").glob("*/*/*.npz"))
+    if not paths:
+        typer.echo(f"No datasets under {data_home() / 'datasets'}. Build one with: imaginebench data collect")
+        return
+    rows = []
+    for p in paths:
+        summary = load_dataset(p).summary()
+        summary["path"] = str(p)
+        rows.append(summary)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        typer.echo(f"{r['path']}\n  {r.get('domain')} level={r.get('level')} source={r.get('source')} "
+                   f"generator={r.get('generator')} profile={r.get('profile')} seed={r.get('seed')}\n"
+                   f"  {r['episodes']} episodes, {r['transitions']} transitions, {r['tasks']} tasks, "
+                   f"{r['instructions']} instructions, success {r['success_rate']:.1%}, mean length {r['mean_length']:.1f}")
+
+
+@data_app.command("export-minari")
+@friendly
+def data_export_minari(
+    env: str = typer.Option("CLEVR-v0", "--env"),
+    level: str = typer.Option("train", "--level"),
+    source: str = typer.Option("real", "--source", help="real or imaginary"),
+    profile: Optional[str] = ProfileOpt,
+    root: Optional[Path] = typer.Option(None, "--root", help="Minari datasets folder (default $MINARI_DATASETS_PATH)."),
+) -> None:
+    """Export a dataset to the Minari format."""
+    from imaginebench.data.hub import dataset_path
+    from imaginebench.data.minari_export import export_minari
+    from imaginebench.data.storage import load_dataset
+
+    path = dataset_path(env, source, level, profile)
+    if not path.exists():
+        raise FileNotFoundError(f"No dataset at {path}; build it first (imaginebench data collect --env {env} --level {level}).")
+    out = export_minari(load_dataset(path), root=root)
+    typer.echo(f"exported {out.total_episodes} episodes as Minari dataset {out.spec.dataset_id}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Where things live on disk and how big every stage is (profiles), in one place.
+
+The data home is ``$IMAGINEBENCH_HOME`` (default ``~/.imaginebench``); datasets, encoder
+caches, language-model checkpoints and run records all live under it, never in git.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from imaginebench.domains.base import choice_error
+
+HOME_ENV_VAR = "IMAGINEBENCH_HOME"
+PROFILE_ENV_VAR = "IMAGINEBENCH_PROFILE"
+DEFAULT_PROFILE = "small"
+
+
+def data_home() -> Path:
+    """The root folder for datasets, caches and runs (``$IMAGINEBENCH_HOME``)."""
+    return Path(os.environ.get(HOME_ENV_VAR, Path.home() / ".imaginebench")).expanduser()
+
+
+# Reference sizes of SPEC §3.6 (rollouts): real, then imaginary per level.
+_PAPER_REAL = {"MetaWorld-v0": 20_000, "CLEVR-v0": 100_000, "BabyAI-v0": 19_200,
+               "LIBERO-v0": 29_780, "HalfCheetah-v0": 16_000}
+_PAPER_IMAGINARY = {
+    "MetaWorld-v0": {"rephrase": 72_400, "easy": 8_000, "hard": 4_000},
+    "CLEVR-v0": {"rephrase": 72_400, "easy": 5_600, "hard": 1_680},
+    "BabyAI-v0": {"rephrase": 19_200, "easy": 18_000, "hard": 18_000},
+    "LIBERO-v0": {"rephrase": 12_000, "easy": 24_000, "hard": 13_000},
+    "HalfCheetah-v0": {"rephrase": 10_000, "easy": 6_000, "hard": 9_000},
+}
+
+
+def _scaled(table: Mapping[str, int], divisor: int, floor: int) -> dict[str, int]:
+    return {k: max(floor, v // divisor) for k, v in table.items()}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes of every stage.
+
+    Attributes:
+        name: ``tiny`` (tests/CI), ``small`` (one machine) or ``paper`` (Table 1 sizes).
+        real_episodes: real (expert) rollouts per domain.
+        imaginary_episodes: imaginary rollouts per domain and level.
+        upper_bound_episodes: expert rollouts of a novel level's tasks (the "Real" upper bound).
+        train_steps: gradient steps per offline RL run.
+        checkpoint_every: steps between checkpoints (each checkpoint is evaluated).
+        eval_episodes_per_task: evaluation episodes per task and checkpoint.
+        batch_size: offline RL batch size.
+        lm_steps: fine-tuning steps of the rollout language model.
+    """
+
+    name: str
+    real_episodes: Mapping[str, int]
+    imaginary_episodes: Mapping[str, Mapping[str, int]]
+    upper_bound_episodes: Mapping[str, int]
+    train_steps: int
+    checkpoint_every: int
+    eval_episodes_per_task: int
+    batch_size: int = 256
+    lm_steps: int = 1000
+    seeds: tuple[int, ...] = field(default=(0, 1, 2))
+
+    def episodes(self, env_id: str, source: str, level: str) -> int:
+        """Number of episodes of ``source`` (real/imaginary) data for ``env_id`` at ``level``."""
+        if source == "imaginary":
+            return int(self.imaginary_episodes[env_id][level])
+        if level == "train":
+            return int(self.real_episodes[env_id])
+        return int(self.upper_bound_episodes[env_id])
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            name="tiny",
+            real_episodes={k: 200 for k in _PAPER_REAL},
+            imaginary_episodes={k: {"rephrase": 40, "easy": 40, "hard": 40} for k in _PAPER_REAL},
+            upper_bound_episodes={k: 100 for k in _PAPER_REAL},
+            train_steps=300,
+            checkpoint_every=100,
+            eval_episodes_per_task=1,
+            batch_size=64,
+            lm_steps=5,
+            seeds=(0,),
+        ),
+        Profile(
+            name="small",
+            real_episodes=_scaled(_PAPER_REAL, 10, 1_000),
+            imaginary_episodes={k: _scaled(v, 10, 200) for k, v in _PAPER_IMAGINARY.items()},
+            upper_bound_episodes={k: 2_000 for k in _PAPER_REAL},
+            train_steps=20_000,
+            checkpoint_every=2_000,
+            eval_episodes_per_task=2,
+            lm_steps=2_000,
+        ),
+        Profile(
+            name="paper",
+            real_episodes=dict(_PAPER_REAL),
+            imaginary_episodes={k: dict(v) for k, v in _PAPER_IMAGINARY.items()},
+            upper_bound_episodes=dict(_PAPER_REAL),
+            train_steps=500_000,
+            checkpoint_every=10_000,
+            eval_episodes_per_task=5,
+            lm_steps=50_000,
+        ),
+    )
+}
+
+
+def get_profile(name: str | None = None) -> Profile:
+    """The named profile (default ``$IMAGINEBENCH_PROFILE`` or ``small``)."""
+    name = name or os.environ.get(PROFILE_ENV_VAR, DEFAULT_PROFILE)
+    if name not in PROFILES:
+        raise choice_error("profile", name, tuple(PROFILES))
+    return PROFILES[name]

@@ -1,0 +1,100 @@
+"""Collecting rollouts from an environment with the expert (or a random policy)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Iterator
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from imaginebench.data.dataset import Episode, EpisodeDataset
+
+POLICIES = ("expert", "random")
+_CHUNK = 50
+
+
+def episode_seed(seed: int, index: int) -> int:
+    """The reset seed of episode ``index`` of a collection run with ``seed``."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+
+
+def rollout(env: Any, task: str, seed: int, policy: str = "expert") -> Episode:
+    """Run one episode of ``task`` on a raw (un-embedded) env and record it."""
+    _, info = env.reset(seed=seed, options={"task": task})
+    env.action_space.seed(seed)
+    states = [info["state"]]
+    actions, rewards, terms, truncs, succ = [], [], [], [], []
+    done = False
+    while not done:
+        action = env.expert_action() if policy == "expert" else env.action_space.sample()
+        _, reward, terminated, truncated, info = env.step(action)
+        states.append(info["state"])
+        actions.append(action)
+        rewards.append(reward)
+        terms.append(terminated)
+        truncs.append(truncated)
+        succ.append(info["is_success"])
+        done = terminated or truncated
+    return Episode(task=task, instruction=info["instruction"], states=np.asarray(states, dtype=np.float32),
+                   actions=np.asarray(actions), rewards=np.asarray(rewards, dtype=np.float32),
+                   terminals=np.asarray(terms, dtype=bool), truncations=np.asarray(truncs, dtype=bool),
+                   successes=np.asarray(succ, dtype=bool))
+
+
+def _collect_range(args: tuple[str, str, int, int, int, str]) -> list[Episode]:
+    from imaginebench.envs.registry import make
+
+    env_id, level, start, stop, seed, policy = args
+    env = make(env_id, level=level, encode_instruction=False)
+    tasks = env.unwrapped.tasks
+    try:
+        return [rollout(env, tasks[i % len(tasks)], episode_seed(seed, i), policy) for i in range(start, stop)]
+    finally:
+        env.close()
+
+
+def _chunks(n: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, _CHUNK):
+        yield start, min(n, start + _CHUNK)
+
+
+def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str = "expert",
+            workers: int = 1, progress: bool = True, metadata: dict[str, Any] | None = None) -> EpisodeDataset:
+    """Collect ``episodes`` rollouts at ``level``, tasks balanced round-robin.
+
+    Episode ``i`` runs task ``tasks[i % n_tasks]`` from reset seed ``episode_seed(seed, i)``,
+    so the result does not depend on ``workers``.
+    """
+    from imaginebench.envs.registry import load_domain
+
+    if policy not in POLICIES:
+        from imaginebench.domains.base import choice_error
+
+        raise choice_error("policy", policy, POLICIES)
+    if episodes <= 0:
+        raise ValueError(f"episodes must be positive, got {episodes}.")
+    domain = load_domain(env_id)
+    jobs = [(domain.env_id, level, a, b, seed, policy) for a, b in _chunks(episodes)]
+    bar = tqdm(total=episodes, desc=f"collect {domain.env_id}/{level}", unit="ep", disable=not progress)
+    result: list[Episode] = []
+    try:
+        if workers <= 1:
+            for job in jobs:
+                result += _collect_range(job)
+                bar.update(job[3] - job[2])
+        else:
+            with ProcessPoolExecutor(workers) as pool:
+                for job, eps in zip(jobs, pool.map(_collect_range, jobs)):
+                    result += eps
+                    bar.update(job[3] - job[2])
+    finally:
+        bar.close()
+    meta = {
+        "domain": domain.env_id, "level": level, "source": "real", "generator": f"{policy}",
+        "seed": seed, "episodes": episodes, "state_dim": domain.state_dim,
+        "discrete_actions": domain.discrete_actions, "action_dim": domain.action_dim,
+        **(metadata or {}),
+    }
+    action_shape = () if domain.discrete_actions else (domain.action_dim,)
+    return EpisodeDataset.from_episodes(result, metadata=meta, state_dim=domain.state_dim, action_shape=action_shape)

@@ -1,0 +1,134 @@
+"""On-disk dataset format: one zip file (readable by ``numpy.load``) with a checksummed manifest.
+
+Layout of ``<name>.npz``::
+
+    manifest.json      {"format": "imaginebench-episodes", "schema_version": 1,
+                        "metadata": {...}, "tasks": [...], "instructions": [...],
+                        "arrays": {name: {"shape", "dtype", "sha256"}}}
+    <array>.npy        one member per column of :class:`EpisodeDataset`
+
+Files are written to a temporary name in the same folder and renamed, so a crash never
+leaves a partial file and never damages an existing one.  Every array is verified against
+its SHA-256 on load; a damaged file raises :class:`DatasetError` naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from imaginebench.data.dataset import EpisodeDataset
+
+FORMAT_NAME = "imaginebench-episodes"
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+class DatasetError(ValueError):
+    """A dataset file is missing, damaged, truncated or of an unknown format."""
+
+
+def _sha256(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).view(np.uint8).reshape(-1).data).hexdigest()
+
+
+def _member(name: str) -> zipfile.ZipInfo:
+    """A zip member with a fixed timestamp, so equal datasets give byte-identical files."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    return info
+
+
+def save_dataset(dataset: EpisodeDataset, path: str | Path, overwrite: bool = False) -> Path:
+    """Write ``dataset`` to ``path`` atomically; refuse to replace a file unless ``overwrite``."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {name: np.ascontiguousarray(getattr(dataset, name)) for name in EpisodeDataset.ARRAYS}
+    manifest: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "schema_version": SCHEMA_VERSION,
+        "metadata": dict(dataset.metadata),
+        "tasks": list(dataset.tasks),
+        "instructions": list(dataset.instructions),
+        "arrays": {n: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": _sha256(a)} for n, a in arrays.items()},
+    }
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            zf.writestr(_member(MANIFEST), json.dumps(manifest, indent=1))
+            for name, array in arrays.items():
+                with zf.open(_member(f"{name}.npy"), "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The manifest of a dataset file (cheap: reads no arrays)."""
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return _manifest(zf, path)
+    except FileNotFoundError:
+        raise
+    except DatasetError:
+        raise
+    except Exception as exc:
+        raise DatasetError(f"{path}: not a readable ImagineBench dataset ({type(exc).__name__}: {exc}); "
+                           "delete it and rebuild it.") from None
+
+
+def _manifest(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads(zf.read(MANIFEST))
+    except KeyError:
+        raise DatasetError(f"{path}: no {MANIFEST}; not an ImagineBench dataset.") from None
+    if manifest.get("format") != FORMAT_NAME:
+        raise DatasetError(f"{path}: unknown format {manifest.get('format')!r}; expected {FORMAT_NAME!r}.")
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise DatasetError(f"{path}: schema version {version} is not supported (this imaginebench reads "
+                           f"version {SCHEMA_VERSION}); rebuild the dataset or upgrade imaginebench.")
+    return manifest
+
+
+def load_dataset(path: str | Path, verify: bool = True) -> EpisodeDataset:
+    """Read a dataset written by :func:`save_dataset`, checking every array's checksum."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No dataset at {path}.")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            manifest = _manifest(zf, path)
+            arrays = {}
+            for name in EpisodeDataset.ARRAYS:
+                spec = manifest["arrays"][name]
+                array = np.lib.format.read_array(io.BytesIO(zf.read(f"{name}.npy")), allow_pickle=False)
+                if list(array.shape) != spec["shape"] or array.dtype.str != spec["dtype"]:
+                    raise DatasetError(f"{path}: array {name!r} has shape {array.shape}/{array.dtype.str}, "
+                                       f"manifest says {tuple(spec['shape'])}/{spec['dtype']}.")
+                if verify and _sha256(array) != spec["sha256"]:
+                    raise DatasetError(f"{path}: checksum mismatch in array {name!r}; the file is corrupt. "
+                                       "Delete it and rebuild it.")
+                arrays[name] = array
+        return EpisodeDataset(**arrays, tasks=tuple(manifest["tasks"]),
+                              instructions=tuple(manifest["instructions"]), metadata=manifest["metadata"])
+    except DatasetError:
+        raise
+    except Exception as exc:
+        raise DatasetError(f"{path}: corrupt or truncated dataset file ({type(exc).__name__}: {exc}); "
+                           "delete it and rebuild it.") from None

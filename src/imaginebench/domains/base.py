@@ -1,0 +1,190 @@
+"""The task model shared by every domain: domain -> levels -> tasks.
+
+A :class:`Task` is data (name, family, parameters, instruction banks).  A :class:`Domain`
+owns the pure state functions: ``outcome`` (success + reward + progress) and ``is_legal``.
+Environments, real data, imaginary data and quality metrics all call these same functions.
+
+Domains are the ground floor of the package: nothing in here imports another stage.
+"""
+
+from __future__ import annotations
+
+import abc
+import difflib
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+LEVELS: tuple[str, ...] = ("train", "rephrase", "easy", "hard")
+"""Evaluation levels, in order of increasing distance from the real data."""
+
+TASK_LEVELS: tuple[str, ...] = ("train", "easy", "hard")
+"""Levels that own tasks; ``rephrase`` reuses the ``train`` tasks with held-out phrasings."""
+
+
+def choice_error(kind: str, value: object, choices: Sequence[str]) -> ValueError:
+    """A ``ValueError`` naming the bad value, a close match and every valid choice."""
+    valid = ", ".join(str(c) for c in choices)
+    close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ValueError(f"Unknown {kind} {value!r}.{hint} Valid choices: {valid}.")
+
+
+def check_level(level: str) -> str:
+    """Return ``level`` if it is one of :data:`LEVELS`, else raise ``ValueError``."""
+    if level not in LEVELS:
+        raise choice_error("level", level, LEVELS)
+    return level
+
+
+@dataclass(frozen=True)
+class Task:
+    """One goal of a domain, with the phrasings that describe it.
+
+    Attributes:
+        name: unique within its domain, e.g. ``"red_left_of_blue"``.
+        family: the kind of task, e.g. ``"relational"``; success functions dispatch on it.
+        level: ``"train"`` (shared by the train and rephrase levels), ``"easy"`` or ``"hard"``.
+        params: read-only task parameters that the success and reward functions read.
+        instructions: phrasings used for this task's level (for train tasks: the real-data bank).
+        rephrasings: held-out paraphrases of a train task (empty for easy/hard tasks).
+        horizon: episode length for this task; ``None`` means the domain's horizon.
+    """
+
+    name: str
+    family: str
+    level: str
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    instructions: tuple[str, ...] = ()
+    rephrasings: tuple[str, ...] = ()
+    horizon: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.level not in TASK_LEVELS:
+            raise choice_error("task level", self.level, TASK_LEVELS)
+        if not self.instructions:
+            raise ValueError(f"Task {self.name!r} has no instructions.")
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    def bank(self, level: str) -> tuple[str, ...]:
+        """The instruction phrasings used for this task at evaluation ``level``."""
+        check_level(level)
+        if level == "rephrase":
+            if not self.rephrasings:
+                raise ValueError(f"Task {self.name!r} has no rephrase phrasings.")
+            return self.rephrasings
+        return self.instructions
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r}, family={self.family!r}, level={self.level!r})"
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What the domain's pure functions say about one transition.
+
+    Attributes:
+        success: the task holds after this transition.
+        reward: total reward of the transition (sum of ``terms``).
+        progress: the updated progress record (for staged/history-dependent tasks).
+        terms: named reward terms, e.g. ``{"shaping": 0.1, "success_bonus": 1.0}``.
+    """
+
+    success: bool
+    reward: float
+    progress: np.ndarray
+    terms: Mapping[str, float] = field(default_factory=dict)
+
+
+class Domain(abc.ABC):
+    """A domain: its state layout, its tasks per level and its pure state functions.
+
+    Subclasses set the class attributes and implement :meth:`_build_tasks`, :meth:`outcome`
+    and :meth:`is_legal`.  Everything takes and returns plain numpy vectors so the same code
+    scores live episodes, stored real rollouts and imaginary rollouts.
+    """
+
+    env_id: ClassVar[str]
+    """Public id without namespace, e.g. ``"CLEVR-v0"``."""
+    state_dim: ClassVar[int]
+    horizon: ClassVar[int]
+    discrete_actions: ClassVar[bool]
+    action_dim: ClassVar[int]
+    """Number of actions (discrete) or the action vector's length (continuous)."""
+    state_layout: ClassVar[tuple[str, ...]]
+    """One name per state dimension."""
+
+    def __init__(self) -> None:
+        built = self._build_tasks()
+        self._tasks: dict[str, tuple[Task, ...]] = {lv: tuple(built.get(lv, ())) for lv in TASK_LEVELS}
+        self._by_name: dict[str, Task] = {}
+        for lv, tasks in self._tasks.items():
+            for task in tasks:
+                if task.name in self._by_name:
+                    raise ValueError(f"{self.env_id}: duplicate task name {task.name!r}")
+                if task.level != lv:
+                    raise ValueError(f"{self.env_id}: task {task.name!r} listed under {lv!r}")
+                self._by_name[task.name] = task
+
+    @abc.abstractmethod
+    def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
+        """Tasks keyed by ``"train"``, ``"easy"`` and ``"hard"``."""
+
+    def tasks(self, level: str) -> tuple[Task, ...]:
+        """Tasks evaluated at ``level`` (``rephrase`` shares the ``train`` tasks)."""
+        check_level(level)
+        return self._tasks["train" if level == "rephrase" else level]
+
+    def task(self, name: str, level: str | None = None) -> Task:
+        """Look a task up by name (optionally restricted to ``level``'s tasks)."""
+        pool = {t.name: t for t in self.tasks(level)} if level is not None else self._by_name
+        if name not in pool:
+            raise choice_error(f"{self.env_id} task", name, sorted(pool))
+        return pool[name]
+
+    def task_horizon(self, task: Task) -> int:
+        return task.horizon if task.horizon is not None else self.horizon
+
+    def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
+        """Progress record at the start of an episode (default: the initial state)."""
+        return np.asarray(state, dtype=np.float64).copy()
+
+    @abc.abstractmethod
+    def outcome(
+        self,
+        task: Task,
+        state: np.ndarray,
+        action: np.ndarray | int,
+        next_state: np.ndarray,
+        progress: np.ndarray,
+    ) -> StepOutcome:
+        """Success, reward and new progress of ``state --action--> next_state``. Pure."""
+
+    @abc.abstractmethod
+    def is_legal(self, state: np.ndarray) -> bool:
+        """Whether ``state`` is physically valid (bounds, overlaps, discrete values). Pure."""
+
+    def score_rollout(
+        self, task: Task, states: np.ndarray, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rewards and per-step success of a rollout of ``T`` actions and ``T+1`` states."""
+        states = np.asarray(states)
+        n = len(actions)
+        if states.shape != (n + 1, self.state_dim):
+            raise ValueError(
+                f"{self.env_id}: expected states of shape ({n + 1}, {self.state_dim}) for "
+                f"{n} actions, got {states.shape}"
+            )
+        progress = self.initial_progress(task, states[0])
+        rewards = np.zeros(n, dtype=np.float32)
+        success = np.zeros(n, dtype=bool)
+        for t in range(n):
+            out = self.outcome(task, states[t], actions[t], states[t + 1], progress)
+            rewards[t], success[t], progress = out.reward, out.success, out.progress
+        return rewards, success
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{lv}={len(self.tasks(lv))}" for lv in TASK_LEVELS)
+        return f"{type(self).__name__}({self.env_id}: {counts})"

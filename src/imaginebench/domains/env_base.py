@@ -1,0 +1,162 @@
+"""The Gymnasium environment shared by every domain.
+
+A domain's env subclasses :class:`InstructionEnv` and implements the simulator hooks
+(``_reset_simulation``, ``_simulate``, ``set_state``, ``_expert``); episode bookkeeping,
+task/instruction sampling, success, reward, termination and truncation live here once and
+call the domain's pure state functions.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from imaginebench.domains.base import Domain, Task, check_level
+
+
+class InstructionEnv(gym.Env, abc.ABC):
+    """An instruction-conditioned environment at one level.
+
+    Observations are the domain's raw state vector; the instruction is in ``info``.
+    (``imaginebench.make`` adds the wrapper that appends the instruction embedding.)
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    domain_cls: ClassVar[type[Domain]]
+
+    def __init__(self, level: str = "train", render_mode: str | None = None) -> None:
+        self.level = check_level(level)
+        self.domain = self.domain_cls()
+        self.render_mode = render_mode
+        d = self.domain
+        high = np.full(d.state_dim, np.inf, dtype=np.float32)
+        self.observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+        if d.discrete_actions:
+            self.action_space = gym.spaces.Discrete(d.action_dim)
+        else:
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (d.action_dim,), dtype=np.float32)
+        self.task: Task | None = None
+        self.instruction: str = ""
+        self.state: np.ndarray = np.zeros(d.state_dim)
+        self.progress: np.ndarray = np.zeros(0)
+        self.elapsed_steps = 0
+        self.is_success = False
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Names of this level's tasks."""
+        return tuple(t.name for t in self.domain.tasks(self.level))
+
+    @property
+    def horizon(self) -> int:
+        return self.domain.task_horizon(self.task) if self.task else self.domain.horizon
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        level_tasks = self.domain.tasks(self.level)
+        name = options.pop("task", None)
+        if name is None:
+            self.task = level_tasks[int(self.np_random.integers(len(level_tasks)))]
+        else:
+            self.task = self.domain.task(str(name), level=self.level)
+        bank = self.task.bank(self.level)
+        instruction = options.pop("instruction", None)
+        self.instruction = str(instruction) if instruction is not None else bank[
+            int(self.np_random.integers(len(bank)))
+        ]
+        if options:
+            raise ValueError(
+                f"Unknown reset option(s) {sorted(options)}; valid options: task, instruction."
+            )
+        self.state = np.asarray(self._reset_simulation(self.task), dtype=np.float64)
+        self.progress = self.domain.initial_progress(self.task, self.state)
+        self.elapsed_steps = 0
+        self.is_success = False
+        return self._obs(), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self.task is None:
+            raise RuntimeError("Call reset() before step().")
+        action = self._check_action(action)
+        previous = self.state
+        self.state = np.asarray(self._simulate(action), dtype=np.float64)
+        out = self.domain.outcome(self.task, previous, action, self.state, self.progress)
+        self.progress = out.progress
+        self.elapsed_steps += 1
+        self.is_success = bool(out.success)
+        terminated = self.is_success
+        truncated = (not terminated) and self.elapsed_steps >= self.horizon
+        info = self._info()
+        info["reward_terms"] = dict(out.terms)
+        return self._obs(), float(out.reward), terminated, truncated, info
+
+    def expert_action(self) -> Any:
+        """The expert's action for the current state and task."""
+        if self.task is None:
+            raise RuntimeError("Call reset() before expert_action().")
+        return self._expert()
+
+    def get_dataset(self, level: str | None = None, **kwargs: Any):
+        """``(real, imaginary)`` datasets for ``level`` (default: this env's level).
+
+        See :func:`imaginebench.data.get_dataset` for the keyword arguments.
+        """
+        from imaginebench.data import get_dataset
+
+        return get_dataset(self.domain.env_id, level or self.level, **kwargs)
+
+    # ------------------------------------------------------------------ hooks
+    @abc.abstractmethod
+    def _reset_simulation(self, task: Task) -> np.ndarray:
+        """Sample an initial simulator state for ``task`` (use ``self.np_random``)."""
+
+    @abc.abstractmethod
+    def _simulate(self, action: Any) -> np.ndarray:
+        """Apply ``action`` to the simulator and return the next state vector."""
+
+    @abc.abstractmethod
+    def set_state(self, state: np.ndarray) -> None:
+        """Put the simulator into ``state`` (used to re-simulate imagined transitions)."""
+
+    @abc.abstractmethod
+    def _expert(self) -> Any:
+        """Expert action for ``self.state``, ``self.task``, ``self.progress``."""
+
+    # ------------------------------------------------------------------ helpers
+    def _check_action(self, action: Any) -> Any:
+        if self.domain.discrete_actions:
+            a = np.asarray(action)
+            if a.size != 1 or not np.issubdtype(a.dtype, np.integer) and float(a) != int(a):
+                raise ValueError(f"Expected one integer action, got {action!r}.")
+            a = int(a.reshape(()))
+            if not 0 <= a < self.domain.action_dim:
+                raise ValueError(
+                    f"Action {a} out of range: valid actions are 0..{self.domain.action_dim - 1}."
+                )
+            return a
+        a = np.asarray(action, dtype=np.float64).reshape(-1)
+        if a.shape != (self.domain.action_dim,):
+            raise ValueError(f"Expected an action of shape ({self.domain.action_dim},), got {a.shape}.")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"Action contains NaN or inf: {a}.")
+        return np.clip(a, -1.0, 1.0)
+
+    def _obs(self) -> np.ndarray:
+        return self.state.astype(np.float32)
+
+    def _info(self) -> dict[str, Any]:
+        assert self.task is not None
+        return {
+            "task": self.task.name,
+            "instruction": self.instruction,
+            "is_success": self.is_success,
+            "level": self.level,
+            "state": self.state.copy(),
+        }

