@@ -1,71 +1,18 @@
-"""The ``imaginebench`` command-line tool: one verb per pipeline stage.
-
-Commands are thin: parse, validate, call the library. Errors print one line and exit 1.
-"""
+"""``imaginebench data collect|info|export-minari``."""
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
 
-from imaginebench.config import PROFILES
+from imaginebench.cli.common import PROFILE_HELP, app, friendly
 
-app = typer.Typer(help="ImagineBench: reinforcement learning from imaginary rollouts.", no_args_is_help=True,
-                  add_completion=False, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Build, inspect and export datasets.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
-
-EXPECTED_ERRORS = (ValueError, FileNotFoundError, FileExistsError, ImportError, NotImplementedError, KeyError)
-
-
-def friendly(fn: Callable) -> Callable:
-    """Turn expected errors into one line on stderr and exit code 1."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except EXPECTED_ERRORS as exc:
-            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-            typer.echo(f"error: {msg}", err=True)
-            raise typer.Exit(1) from None
-
-    return wrapper
-
-
-ProfileOpt = typer.Option(None, "--profile", help=f"Size profile: {', '.join(PROFILES)} (default $IMAGINEBENCH_PROFILE or small).")
-
-
-@app.command()
-@friendly
-def envs() -> None:
-    """List domains, whether they are installed, their levels, task and instruction counts."""
-    from imaginebench.domains.base import LEVELS
-    from imaginebench.envs.registry import ENV_SPECS, load_domain
-
-    typer.echo(f"{'env id':<16} {'status':<28} " + " ".join(f"{lv:>16}" for lv in LEVELS))
-    for env_id, spec in ENV_SPECS.items():
-        try:
-            domain = load_domain(env_id)
-        except ImportError:
-            typer.echo(f"{env_id:<16} {'missing extra [' + spec.extra + ']':<28}")
-            continue
-        except NotImplementedError:
-            typer.echo(f"{env_id:<16} {'not implemented yet':<28}")
-            continue
-        cells = []
-        for lv in LEVELS:
-            tasks = domain.tasks(lv)
-            n_instr = sum(len(t.bank(lv)) for t in tasks)
-            cells.append(f"{len(tasks):>4} tasks/{n_instr:<5}")
-        kind = f"Discrete({domain.action_dim})" if domain.discrete_actions else f"Box({domain.action_dim})"
-        typer.echo(f"{env_id:<16} {f'state {domain.state_dim}, {kind}':<28} " + " ".join(f"{c:>16}" for c in cells))
-    typer.echo("\ncells: tasks / instruction phrasings at that level (rephrase: held-out phrasings).")
+ProfileOpt = typer.Option(None, "--profile", help=PROFILE_HELP)
 
 
 @data_app.command("collect")
@@ -78,13 +25,18 @@ def data_collect(
     seed: int = typer.Option(0, "--seed"),
     workers: int = typer.Option(1, "--workers", help="Worker processes."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing dataset."),
+    skip_existing: bool = typer.Option(False, "--skip-existing", help="Do nothing if the dataset exists."),
 ) -> None:
     """Collect expert rollouts and save them under the data home."""
     import time
 
-    from imaginebench.data.hub import build_real
+    from imaginebench.data.hub import build_real, dataset_path
     from imaginebench.data.storage import read_manifest
 
+    existing = dataset_path(env, "real", level, profile)
+    if skip_existing and existing.exists():
+        typer.echo(f"{existing} exists; skipped")
+        return
     start = time.perf_counter()
     path = build_real(env, level, profile, episodes=episodes, seed=seed, workers=workers, overwrite=overwrite)
     n = read_manifest(path)["metadata"]["episodes"]
@@ -139,11 +91,3 @@ def data_export_minari(
         raise FileNotFoundError(f"No dataset at {path}; build it first (imaginebench data collect --env {env} --level {level}).")
     out = export_minari(load_dataset(path), root=root)
     typer.echo(f"exported {out.total_episodes} episodes as Minari dataset {out.spec.dataset_id}")
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
