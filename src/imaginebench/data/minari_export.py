@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,11 +57,13 @@ def export_minari(dataset: EpisodeDataset, dataset_id: str | None = None, root: 
                 rewards=np.asarray(ep.rewards, dtype=np.float64), terminations=np.asarray(ep.terminals),
                 truncations=np.asarray(ep.truncations), infos={"is_success": succ},
             ))
-        out = minari.create_dataset_from_buffers(
-            dataset_id=dataset_id, buffer=buffers, action_space=act_space, observation_space=obs_space,
-            algorithm_name=str(md.get("generator", "unknown")), author="ImagineBench",
-            description=f"ImagineBench {md.get('domain')} {md.get('level')} {md.get('source')} rollouts.",
-        )
+        with warnings.catch_warnings():  # Minari warns about optional metadata we do not have
+            warnings.simplefilter("ignore", UserWarning)
+            out = minari.create_dataset_from_buffers(
+                dataset_id=dataset_id, buffer=buffers, action_space=act_space, observation_space=obs_space,
+                algorithm_name=str(md.get("generator", "unknown")), author="ImagineBench",
+                description=f"ImagineBench {md.get('domain')} {md.get('level')} {md.get('source')} rollouts.",
+            )
         out.storage.update_episode_metadata(
             [{"task": t, "instruction": s} for t, s in zip(dataset.episode_tasks(), dataset.episode_instructions())]
         )
