@@ -23,7 +23,6 @@ CALIBRATION_LEVELS = ("train", "easy", "hard")
 def success_rate(env_id: str, level: str, task: str, policy: str, episodes: int, seed: int) -> float:
     """Fraction of ``episodes`` in which ``policy`` ("expert" or "random") solves ``task``."""
     env = imaginebench.make(env_id, level=level, encode_instruction=False)
-    rng = np.random.default_rng(seed)
     env.action_space.seed(seed)
     wins = 0
     for ep in range(episodes):
@@ -34,7 +33,6 @@ def success_rate(env_id: str, level: str, task: str, policy: str, episodes: int,
             _, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         wins += bool(info["is_success"])
-    del rng
     env.close()
     return wins / episodes
 

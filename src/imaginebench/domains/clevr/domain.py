@@ -1,0 +1,78 @@
+"""The CLEVR-Robot domain: state layout, tasks and the pure success/reward/legality functions."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.clevr.physics import (
+    BALL_RADIUS,
+    COLOURS,
+    N_ACTIONS,
+    N_BALLS,
+    TABLE_X,
+    TABLE_Y,
+    positions,
+)
+from imaginebench.domains.clevr.success import reward_terms, task_distance, task_success
+from imaginebench.domains.clevr.tasks import build_tasks
+
+LEGAL_BOUND_TOLERANCE = 0.01
+"""A legal ball centre may lie at most this far outside the table's centre range."""
+LEGAL_OVERLAP_TOLERANCE = 0.01
+"""Two legal balls' centres are at least ``2 * BALL_RADIUS`` minus this apart."""
+
+
+class ClevrDomain(Domain):
+    """Five balls on a table; 10-dim state of ball centres, 40 discrete pushes.
+
+    The progress record is the episode's initial state (the default of
+    :meth:`Domain.initial_progress`); only the one-step move tasks read it.
+    """
+
+    env_id: ClassVar[str] = "CLEVR-v0"
+    state_dim: ClassVar[int] = 2 * N_BALLS
+    horizon: ClassVar[int] = 50
+    discrete_actions: ClassVar[bool] = True
+    action_dim: ClassVar[int] = N_ACTIONS
+    state_layout: ClassVar[tuple[str, ...]] = tuple(f"{c}_{axis}" for c in COLOURS for axis in "xy")
+
+    def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
+        return build_tasks()
+
+    def success(self, task: Task, state: np.ndarray, start: np.ndarray | None = None) -> bool:
+        """Whether ``task`` holds in ``state`` (``start``: the episode's first state)."""
+        return task_success(task.family, task.params, state, state if start is None else start)
+
+    def distance(self, task: Task, state: np.ndarray, start: np.ndarray | None = None) -> float:
+        """The task distance of ``state`` (0 on the success set)."""
+        return task_distance(task.family, task.params, state, state if start is None else start)
+
+    def outcome(
+        self,
+        task: Task,
+        state: np.ndarray,
+        action: np.ndarray | int,
+        next_state: np.ndarray,
+        progress: np.ndarray,
+    ) -> StepOutcome:
+        success, terms = reward_terms(task.family, task.params, state, next_state, progress)
+        return StepOutcome(success=success, reward=float(sum(terms.values())), progress=progress,
+                           terms=terms)
+
+    def is_legal(self, state: np.ndarray) -> bool:
+        """Right shape, finite, every centre on the table and no two balls overlapping."""
+        s = np.asarray(state, dtype=np.float64)
+        if s.shape != (self.state_dim,) or not np.all(np.isfinite(s)):
+            return False
+        p = positions(s)
+        tol = LEGAL_BOUND_TOLERANCE
+        if np.any(p[:, 0] < TABLE_X[0] - tol) or np.any(p[:, 0] > TABLE_X[1] + tol):
+            return False
+        if np.any(p[:, 1] < TABLE_Y[0] - tol) or np.any(p[:, 1] > TABLE_Y[1] + tol):
+            return False
+        gaps = np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
+        upper = gaps[np.triu_indices(N_BALLS, k=1)]
+        return bool(np.all(upper >= 2 * BALL_RADIUS - LEGAL_OVERLAP_TOLERANCE))

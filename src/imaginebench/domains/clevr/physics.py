@@ -1,0 +1,221 @@
+"""MuJoCo model of the CLEVR-Robot table and the push action.
+
+Five balls slide on a walled table.  Each ball has two slide joints (x, y) with viscous
+damping, so a push (an initial velocity) decays exponentially and the ball comes to rest a
+fixed distance away unless it hits something.  Ball–ball contacts are frictionless sphere
+contacts, so a moving ball knocks the balls it hits (momentum is shared, the collision is
+close to inelastic).  The walls are the slide joints' limits: a ball's centre cannot leave
+:data:`TABLE_X` × :data:`TABLE_Y`, and a ball that reaches a wall stops there.  (Joint
+limits cost far less than wall geoms in collision detection; the wall boxes in the model are
+visual only.)
+
+A push is a pure function of ``(state, action)``: the simulator is reset to the state with
+zero velocities before every push, so replaying a transition from a stored state gives the
+same next state bit for bit.
+
+State layout (10 floats, the ball order is :data:`COLOURS`)::
+
+    [red_x, red_y, blue_x, blue_y, green_x, green_y, purple_x, purple_y, cyan_x, cyan_y]
+
+Axes: +x is "right", -x "left", +y "behind", -y "front".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+COLOURS: tuple[str, ...] = ("red", "blue", "green", "purple", "cyan")
+"""Ball order in the state vector and in the action index."""
+N_BALLS = len(COLOURS)
+
+DIRECTION_NAMES: tuple[str, ...] = (
+    "right", "right-behind", "behind", "left-behind", "left", "left-front", "front", "right-front",
+)
+"""Push directions by index: 0 is +x (right), then counter-clockwise in steps of 45 degrees."""
+N_DIRECTIONS = len(DIRECTION_NAMES)
+DIRECTION_ANGLES = np.arange(N_DIRECTIONS) * (math.pi / 4)
+DIRECTIONS = np.stack([np.cos(DIRECTION_ANGLES), np.sin(DIRECTION_ANGLES)], axis=1)
+"""Unit vector of each push direction, shape ``(8, 2)``; row ``k`` is at ``45 * k`` degrees."""
+N_ACTIONS = N_BALLS * N_DIRECTIONS
+"""Action ``a`` pushes ball ``a // 8`` in direction ``a % 8`` (see :func:`decode_action`)."""
+
+TABLE_X = (-0.5, 0.5)
+"""Range of ball centres in x (the walls' inner faces are one radius further out)."""
+TABLE_Y = (-0.3, 0.57)
+"""Range of ball centres in y."""
+BALL_RADIUS = 0.05
+BALL_MASS = 0.1
+DAMPING_TIME = 0.25
+"""Seconds for a free ball's speed to drop by a factor e (joint damping = mass / time)."""
+PUSH_DISTANCE = 0.15
+"""Nominal travel of a free ball (push speed times damping time); since a push stops once
+every ball is slower than :data:`REST_SPEED`, the actual travel is about 0.147."""
+PUSH_SPEED = PUSH_DISTANCE / DAMPING_TIME
+TIMESTEP = 0.02
+CONTACT_TIME = 0.04
+"""MuJoCo ``solref`` time constant of ball and wall contacts (at least two timesteps)."""
+FIRST_STEPS = 45
+"""Physics steps before the first rest check (a free push needs 50-55)."""
+CHUNK_STEPS = 5
+"""Physics steps between later rest checks."""
+MAX_STEPS = 250
+"""Hard cap on physics steps per push (5 s of simulated time)."""
+REST_SPEED = 0.01
+"""A push ends when every ball is slower than this (free travel left < 3 mm); the remaining
+velocities are dropped, so the next push starts from rest."""
+CLEAR_MARGIN = 0.005
+"""Clearance (beyond contact) under which :meth:`Physics.free_pushes` calls a path blocked."""
+START_GAP = 0.02
+"""Minimum clearance between balls in sampled initial states."""
+
+
+def decode_action(action: int) -> tuple[int, int]:
+    """``(ball index, direction index)`` of a discrete action."""
+    action = int(action)
+    if not 0 <= action < N_ACTIONS:
+        raise ValueError(f"Action {action} out of range: valid actions are 0..{N_ACTIONS - 1}.")
+    return divmod(action, N_DIRECTIONS)
+
+
+def encode_action(ball: int, direction: int) -> int:
+    """The discrete action that pushes ``ball`` in ``direction``."""
+    return int(ball) * N_DIRECTIONS + int(direction)
+
+
+def positions(state: np.ndarray) -> np.ndarray:
+    """Ball centres of a state vector as a ``(5, 2)`` array (row = ball, column = x, y)."""
+    return np.asarray(state, dtype=np.float64).reshape(N_BALLS, 2)
+
+
+def model_xml() -> str:
+    """The MJCF of the table: five balls on limited slide joints, and visual walls."""
+    r = BALL_RADIUS
+    x0, x1 = TABLE_X
+    y0, y1 = TABLE_Y
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    hx, hy = (x1 - x0) / 2 + r, (y1 - y0) / 2 + r  # half extents of the walls' inner faces
+    t = 0.05  # wall half thickness
+    damping = BALL_MASS / DAMPING_TIME
+    rgba = ("1 0 0 1", "0 0 1 1", "0 1 0 1", "0.6 0 0.8 1", "0 1 1 1")
+    balls = "\n".join(
+        f"""    <body name="{c}" pos="0 0 {r}">
+      <joint name="{c}_x" type="slide" axis="1 0 0" range="{x0} {x1}"/>
+      <joint name="{c}_y" type="slide" axis="0 1 0" range="{y0} {y1}"/>
+      <geom name="{c}" type="sphere" size="{r}" mass="{BALL_MASS}" rgba="{rgba[i]}"/>
+    </body>"""
+        for i, c in enumerate(COLOURS)
+    )
+    walls = "\n".join(
+        f'    <geom name="wall_{n}" type="box" pos="{px} {py} {r}" size="{sx} {sy} {2 * r}" '
+        f'contype="0" conaffinity="0" rgba="0.5 0.5 0.5 1"/>'
+        for n, px, py, sx, sy in (
+            ("left", cx - hx - t, cy, t, hy + 2 * t),
+            ("right", cx + hx + t, cy, t, hy + 2 * t),
+            ("front", cx, cy - hy - t, hx + 2 * t, t),
+            ("behind", cx, cy + hy + t, hx + 2 * t, t),
+        )
+    )
+    return f"""<mujoco model="clevr_robot">
+  <option timestep="{TIMESTEP}" gravity="0 0 0" integrator="implicitfast"/>
+  <default>
+    <joint damping="{damping}" limited="true" solreflimit="{CONTACT_TIME} 1"/>
+    <geom condim="1" solref="{CONTACT_TIME} 1"/>
+  </default>
+  <worldbody>
+{walls}
+{balls}
+  </worldbody>
+</mujoco>
+"""
+
+
+class Physics:
+    """A MuJoCo table that applies pushes to state vectors.
+
+    Every instance owns its own model and data, so an expert can use a private copy for
+    look-ahead without touching the environment's simulator.
+    """
+
+    def __init__(self) -> None:
+        self.model = mujoco.MjModel.from_xml_string(model_xml())
+        self.data = mujoco.MjData(self.model)
+        self.last_steps = 0
+        """Physics steps used by the last push."""
+        self.free_displacement = self._free_displacements()
+        """Displacement of a ball pushed with nothing in its way, per direction, ``(8, 2)``."""
+
+    def push(self, state: np.ndarray, action: int) -> np.ndarray:
+        """The state after pushing ``state`` with ``action`` and letting every ball come to rest."""
+        ball, direction = decode_action(action)
+        m, d = self.model, self.data
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = np.asarray(state, dtype=np.float64).reshape(-1)
+        d.qvel[2 * ball : 2 * ball + 2] = PUSH_SPEED * DIRECTIONS[direction]
+        mujoco.mj_step(m, d, FIRST_STEPS)
+        steps = FIRST_STEPS
+        while steps < MAX_STEPS and np.abs(d.qvel).max() >= REST_SPEED:
+            mujoco.mj_step(m, d, CHUNK_STEPS)
+            steps += CHUNK_STEPS
+        self.last_steps = steps
+        return d.qpos.copy()
+
+    def predict(self, state: np.ndarray, action: int) -> np.ndarray:
+        """:meth:`push`, short-cut analytically when the pushed ball's path is clear."""
+        nexts, clear = self.free_pushes(state, [action])
+        return nexts[0] if clear[0] else self.push(state, action)
+
+    def free_pushes(self, state: np.ndarray, actions: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Outcomes of pushes whose ball has a clear path, without simulating.
+
+        A push whose ball stays inside the table and passes no other ball closer than
+        :data:`CLEAR_MARGIN` beyond contact moves only that ball, by exactly the free
+        displacement of its direction (equal to :meth:`push` up to rounding).
+
+        Returns:
+            ``(next_states, clear)``: shape ``(n, 10)`` and a boolean mask of length ``n``;
+            rows where ``clear`` is false are meaningless (simulate those pushes).
+        """
+        balls, dirs = np.divmod(np.asarray(actions, dtype=np.int64), N_DIRECTIONS)
+        p = positions(state)
+        n = len(balls)
+        start = p[balls]  # (n, 2)
+        move = self.free_displacement[dirs]  # (n, 2)
+        end = start + move
+        m = CLEAR_MARGIN
+        clear = ((end[:, 0] >= TABLE_X[0] + m) & (end[:, 0] <= TABLE_X[1] - m)
+                 & (end[:, 1] >= TABLE_Y[0] + m) & (end[:, 1] <= TABLE_Y[1] - m))
+        rel = p[None, :, :] - start[:, None, :]  # (n, 5, 2): other balls seen from the mover
+        t = np.clip((rel @ move[:, :, None])[..., 0] / np.sum(move * move, axis=1)[:, None], 0.0, 1.0)
+        off = rel - t[..., None] * move[:, None, :]
+        gaps = np.sum(off * off, axis=-1)
+        gaps[np.arange(n), balls] = np.inf
+        clear &= gaps.min(axis=1) >= (2 * BALL_RADIUS + m) ** 2
+        nexts = np.repeat(p.reshape(1, -1), n, axis=0)
+        nexts[np.arange(n), 2 * balls] = end[:, 0]
+        nexts[np.arange(n), 2 * balls + 1] = end[:, 1]
+        return nexts, clear
+
+    def _free_displacements(self) -> np.ndarray:
+        cx, cy = sum(TABLE_X) / 2, sum(TABLE_Y) / 2
+        corners = [(x, y) for x in TABLE_X for y in TABLE_Y]
+        state = np.concatenate([(cx, cy), *corners])
+        return np.stack(
+            [self.push(state, encode_action(0, k))[:2] - state[:2] for k in range(N_DIRECTIONS)]
+        )
+
+
+def sample_positions(rng: np.random.Generator, gap: float = START_GAP) -> np.ndarray:
+    """Uniform non-overlapping ball centres on the table, as a state vector."""
+    lo = np.array([TABLE_X[0], TABLE_Y[0]])
+    hi = np.array([TABLE_X[1], TABLE_Y[1]])
+    min_dist = 2 * BALL_RADIUS + gap
+    placed: list[np.ndarray] = []
+    while len(placed) < N_BALLS:
+        p = rng.uniform(lo, hi)
+        if all(np.hypot(*(p - q)) >= min_dist for q in placed):
+            placed.append(p)
+    return np.concatenate(placed)
