@@ -140,6 +140,9 @@ class Domain(abc.ABC):
     def task(self, name: str, level: str | None = None) -> Task:
         """Look a task up by name (optionally restricted to ``level``'s tasks)."""
         pool = {t.name: t for t in self.tasks(level)} if level is not None else self._by_name
+        if name not in pool and name in self._by_name:
+            raise ValueError(f"{self.env_id} task {name!r} belongs to the {self._by_name[name].level!r} level, "
+                             f"not {level!r}; make the env with level={self._by_name[name].level!r}.")
         if name not in pool:
             raise choice_error(f"{self.env_id} task", name, sorted(pool))
         return pool[name]

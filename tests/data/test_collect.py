@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import imaginebench
+from imaginebench.data import build_real, collect, dataset_path, get_dataset, load_dataset
+
+
+def test_same_seed_gives_identical_dataset_independent_of_workers():
+    a = collect("CLEVR-v0", "train", 24, seed=7, progress=False)
+    b = collect("CLEVR-v0", "train", 24, seed=7, workers=2, progress=False)
+    c = collect("CLEVR-v0", "train", 24, seed=8, progress=False)
+    for name in a.ARRAYS:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.instructions == b.instructions
+    assert not np.array_equal(a.states[:10], c.states[:10])
+
+
+def test_collected_labels_match_the_domain_functions():
+    ds = collect("CLEVR-v0", "train", 12, seed=1, progress=False)
+    domain = imaginebench.envs.load_domain("CLEVR-v0")
+    assert len(ds.tasks) == 12  # round-robin over the 80 train tasks
+    for ep in ds:
+        task = domain.task(ep.task)
+        assert ep.instruction in task.bank("train")
+        rewards, success = domain.score_rollout(task, ep.states.astype(np.float64), ep.actions)
+        np.testing.assert_array_equal(success, ep.successes)
+        np.testing.assert_allclose(rewards, ep.rewards, atol=1e-5)
+        assert ep.terminals[-1] == ep.successes[-1]
+        assert not (ep.terminals & ep.truncations).any()
+    assert ds.episode_success().mean() >= 0.9
+
+
+def test_get_dataset_round_trip_and_messages(caplog):
+    with pytest.raises(FileNotFoundError, match="imaginebench data collect --env CLEVR-v0 --level train --profile tiny"):
+        get_dataset("CLEVR-v0", "easy", profile="tiny")
+    path = build_real("CLEVR-v0", "train", "tiny", episodes=10, progress=False)
+    assert path == dataset_path("CLEVR-v0", "real", "train", "tiny")
+    assert path.name == "real-train.npz" and dataset_path("CLEVR-v0", "real", "easy", "tiny").name == "real-easy.npz"
+    with pytest.raises(FileExistsError):
+        build_real("CLEVR-v0", "train", "tiny", episodes=10, progress=False)
+    real, imaginary = get_dataset("CLEVR-v0", "train", profile="tiny")
+    assert len(real) == 10 and imaginary is None
+    with caplog.at_level(logging.WARNING, logger="imaginebench.data"):
+        real, imaginary = get_dataset("CLEVR-v0", "hard", profile="tiny")
+    assert imaginary is None and "imaginebench imagine generate" in caplog.text
+    env = imaginebench.make("CLEVR-v0", level="easy", encode_instruction=False)
+    real2, _ = env.get_dataset(profile="tiny")
+    assert real2.metadata == load_dataset(path).metadata and real2.metadata["seed"] == 0
+
+
+def test_unknown_source_and_train_imaginary():
+    with pytest.raises(ValueError, match="real, imaginary"):
+        dataset_path("CLEVR-v0", "dreamed", "train")
+    with pytest.raises(ValueError, match="train level has no imaginary"):
+        dataset_path("CLEVR-v0", "imaginary", "train")
+    with pytest.raises(ValueError, match="tiny, small, paper"):
+        dataset_path("CLEVR-v0", "real", "train", profile="huge")
