@@ -1,0 +1,85 @@
+"""The BabyAI domain: state layout, tasks and the pure success/reward/legality functions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from imaginebench.domains.babyai import layout as L
+from imaginebench.domains.babyai import success as S
+from imaginebench.domains.babyai.legality import legality_errors
+from imaginebench.domains.babyai.tasks import build_tasks
+from imaginebench.domains.base import Domain, StepOutcome, Task
+
+
+class BabyAIDomain(Domain):
+    """One 8×8 minigrid room with a ball, a box, a key and a door (see :mod:`.env`)."""
+
+    env_id: ClassVar[str] = "BabyAI-v0"
+    state_dim: ClassVar[int] = L.STATE_DIM
+    horizon: ClassVar[int] = 128
+    discrete_actions: ClassVar[bool] = True
+    action_dim: ClassVar[int] = L.NUM_ACTIONS
+    state_layout: ClassVar[tuple[str, ...]] = L.STATE_LAYOUT
+    progress_layout: ClassVar[tuple[str, ...]] = ("steps", "door_opened", "key_carried")
+    """Names of the progress record's entries (see :mod:`.success`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: tuple[tuple, float] | None = None
+
+    def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
+        return build_tasks()
+
+    def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
+        return S.initial_progress(np.asarray(state, dtype=np.float64))
+
+    def outcome(
+        self,
+        task: Task,
+        state: np.ndarray,
+        action: np.ndarray | int,
+        next_state: np.ndarray,
+        progress: np.ndarray,
+    ) -> StepOutcome:
+        # Plain lists: the rules read single entries, which is much faster than from numpy.
+        s = np.asarray(state, dtype=np.float64).tolist()
+        ns = np.asarray(next_state, dtype=np.float64).tolist()
+        p = np.asarray(progress, dtype=np.float64)
+        next_p = S.advance_progress(p, ns)
+        success_fn, distance_fn = S.RULES[task.family]
+        success = bool(success_fn(task.params, s, ns, p, next_p))
+        # One-entry memo: in a rollout, this step's ``state`` is the last step's ``next_state``.
+        key = (task.name, tuple(s), tuple(p.tolist()))
+        before = self._last[1] if self._last is not None and self._last[0] == key else distance_fn(task.params, s, p)
+        after = 0.0 if success else distance_fn(task.params, ns, next_p)  # done: nothing left
+        self._last = ((task.name, tuple(ns), tuple(next_p.tolist())), after)
+        shaping = S.SHAPING_SCALE * float(before - after)
+        bonus = S.success_bonus(next_p[S.P_STEPS], self.task_horizon(task)) if success else 0.0
+        return StepOutcome(
+            success=success,
+            reward=shaping + bonus,
+            progress=next_p,
+            terms={"shaping": shaping, "success_bonus": bonus},
+        )
+
+    def holds(self, task: Task, state: np.ndarray, progress: np.ndarray | None = None) -> bool:
+        """Whether ``task`` already counts as done in ``state`` (a transition that changes
+        nothing would succeed).  Resets resample until this is false."""
+        s = np.asarray(state, dtype=np.float64).tolist()
+        p = self.initial_progress(task, s) if progress is None else np.asarray(progress, dtype=np.float64)
+        return bool(S.RULES[task.family][0](task.params, s, s, p, p))
+
+    def distance(self, task: Task, state: np.ndarray, progress: np.ndarray) -> float:
+        """The task distance the shaping reward is built from (in agent steps)."""
+        s = np.asarray(state, dtype=np.float64).tolist()
+        return float(S.RULES[task.family][1](task.params, s, np.asarray(progress, dtype=np.float64)))
+
+    def is_legal(self, state: np.ndarray) -> bool:
+        return not legality_errors(state)
+
+    def legality_errors(self, state: np.ndarray) -> list[str]:
+        """Why ``state`` is illegal (empty when legal)."""
+        return legality_errors(state)
