@@ -53,6 +53,12 @@ class Profile:
         eval_episodes_per_task: evaluation episodes per task and checkpoint.
         batch_size: offline RL batch size.
         lm_steps: fine-tuning steps of the rollout language model.
+        lm_backbone: default backbone of the rollout language model.
+        lm_batch_size: sequences per fine-tuning step.
+        lm_eval_every: fine-tuning steps between validations (per-task validation loss).
+        lm_checkpoint_every: fine-tuning steps between checkpoints.
+        lm_val_episodes: real episodes held out for validation.
+        lm_generate_batch: rollouts imagined together (one batch with a KV cache).
     """
 
     name: str
@@ -64,6 +70,12 @@ class Profile:
     eval_episodes_per_task: int
     batch_size: int = 256
     lm_steps: int = 1000
+    lm_backbone: str = "smollm2-135m"
+    lm_batch_size: int = 8
+    lm_eval_every: int = 100
+    lm_checkpoint_every: int = 250
+    lm_val_episodes: int = 64
+    lm_generate_batch: int = 64
     seeds: tuple[int, ...] = field(default=(0, 1, 2))
 
     def episodes(self, env_id: str, source: str, level: str) -> int:
@@ -88,6 +100,11 @@ PROFILES: dict[str, Profile] = {
             eval_episodes_per_task=1,
             batch_size=64,
             lm_steps=5,
+            lm_batch_size=4,
+            lm_eval_every=5,
+            lm_checkpoint_every=5,
+            lm_val_episodes=8,
+            lm_generate_batch=16,
             seeds=(0,),
         ),
         Profile(
@@ -109,6 +126,11 @@ PROFILES: dict[str, Profile] = {
             checkpoint_every=10_000,
             eval_episodes_per_task=5,
             lm_steps=50_000,
+            lm_batch_size=16,
+            lm_eval_every=1_000,
+            lm_checkpoint_every=2_000,
+            lm_val_episodes=256,
+            lm_generate_batch=128,
         ),
     )
 }
