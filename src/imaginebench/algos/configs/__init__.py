@@ -1,0 +1,14 @@
+"""Default hyperparameters, one file per algorithm family (no d3rlpy import until ``create``)."""
+
+from imaginebench.algos.configs.base import AlgoConfig, BuildContext
+from imaginebench.algos.configs.bc import BCConfig, DiscreteBCConfig
+from imaginebench.algos.configs.bcq import BCQConfig, DiscreteBCQConfig
+from imaginebench.algos.configs.cql import CQLConfig, DiscreteCQLConfig
+from imaginebench.algos.configs.iql import IQLConfig
+from imaginebench.algos.configs.sac import DiscreteSACConfig, SACConfig
+from imaginebench.algos.configs.td3bc import TD3PlusBCConfig
+
+__all__ = [
+    "AlgoConfig", "BCConfig", "BCQConfig", "BuildContext", "CQLConfig", "DiscreteBCConfig", "DiscreteBCQConfig",
+    "DiscreteCQLConfig", "DiscreteSACConfig", "IQLConfig", "SACConfig", "TD3PlusBCConfig",
+]

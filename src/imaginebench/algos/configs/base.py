@@ -1,0 +1,135 @@
+"""What every algorithm config shares, and the context it is built in.
+
+An algorithm config is a frozen dataclass of hyperparameters with defaults at the scale of
+the original benchmark (SPEC §7: 256×2 MLPs, batch 100–256).  It does not know the data; the
+runner passes a :class:`BuildContext` (batch size from the profile, observation layout, the
+fitted observation scaler) and :meth:`AlgoConfig.create` returns a d3rlpy algorithm.
+
+Importing this module does not import d3rlpy or torch; :meth:`AlgoConfig.create` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+ACTIVATIONS = ("relu", "tanh", "gelu")
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything an algorithm needs from the data and the profile.
+
+    Attributes:
+        batch_size: transitions per gradient step (the profile's, unless the config overrides it).
+        state_dim: length of the state part of each observation.
+        embedding_dim: length of the instruction-embedding part.
+        action_size: number of discrete actions, or the action vector's length.
+        discrete: whether actions are discrete.
+        observation_scaler: a fitted d3rlpy observation scaler, or ``None``.
+        device: torch device string.
+    """
+
+    batch_size: int
+    state_dim: int
+    embedding_dim: int
+    action_size: int
+    discrete: bool
+    observation_scaler: Any = None
+    device: str = "cpu:0"
+
+    @property
+    def observation_dim(self) -> int:
+        return self.state_dim + self.embedding_dim
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    """Fields shared by every algorithm.
+
+    Attributes:
+        hidden_units: hidden layer sizes of every network's MLP encoder.
+        activation: hidden activation (``relu``, ``tanh`` or ``gelu``).
+        instruction_projection: size of a learned linear map of the instruction embedding
+            before the MLP (0 = feed the embedding as is).
+        gamma: discount factor, applied to every non-terminal transition.
+        batch_size: transitions per gradient step; ``None`` uses the profile's batch size.
+        fused_adam: use torch's fused Adam kernel (Adam's update rule, a faster optimiser
+            step on CPU); ``False`` gives d3rlpy's plain ``AdamFactory``.
+    """
+
+    discrete: ClassVar[bool]
+    """Whether the algorithm acts in a discrete action space."""
+    paper: ClassVar[str]
+    """The paper that introduced the algorithm."""
+
+    hidden_units: tuple[int, ...] = (256, 256)
+    activation: str = "relu"
+    instruction_projection: int = 0
+    gamma: float = 0.99
+    batch_size: int | None = None
+    fused_adam: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.hidden_units or any(int(h) <= 0 for h in self.hidden_units):
+            raise ValueError(f"hidden_units must be positive layer sizes, got {self.hidden_units!r}.")
+        object.__setattr__(self, "hidden_units", tuple(int(h) for h in self.hidden_units))
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"Unknown activation {self.activation!r}; valid choices: {', '.join(ACTIVATIONS)}.")
+        if self.instruction_projection < 0:
+            raise ValueError(f"instruction_projection must be >= 0, got {self.instruction_projection}.")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}.")
+        if self.batch_size is not None and self.batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("learning_rate") and not value > 0:
+                raise ValueError(f"{f.name} must be positive, got {value}.")
+
+    # ------------------------------------------------------------------ building
+    def encoder_factory(self, ctx: BuildContext):
+        """The d3rlpy encoder factory for ``state ⊕ embedding`` inputs."""
+        from imaginebench.algos.encoders import InstructionEncoderFactory
+
+        return InstructionEncoderFactory(hidden_units=list(self.hidden_units), activation=self.activation,
+                                         state_dim=ctx.state_dim, instruction_projection=self.instruction_projection)
+
+    def optimizers(self, *names: str) -> dict[str, Any]:
+        """``{name: optimizer factory}`` for the d3rlpy config's optimiser fields ``names``."""
+        if self.fused_adam:
+            from imaginebench.algos.optimizers import FusedAdamFactory as factory
+        else:
+            from imaginebench.algos._d3rlpy import load
+
+            factory = load().optimizers.AdamFactory
+        return {name: factory() for name in names}
+
+    def common_kwargs(self, ctx: BuildContext) -> dict[str, Any]:
+        """Keyword arguments every d3rlpy config takes."""
+        return {"batch_size": self.batch_size or ctx.batch_size, "gamma": self.gamma,
+                "observation_scaler": ctx.observation_scaler}
+
+    def d3rlpy_config(self, ctx: BuildContext):
+        """The d3rlpy ``LearnableConfig`` for this algorithm (implemented per algorithm)."""
+        raise NotImplementedError
+
+    def create(self, ctx: BuildContext):
+        """A fresh, un-built d3rlpy algorithm."""
+        if ctx.discrete != self.discrete:
+            kind = "discrete" if self.discrete else "continuous"
+            raise ValueError(f"{type(self).__name__} needs {kind} actions.")
+        return self.d3rlpy_config(ctx).create(device=ctx.device)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly field values (for run records)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    def replace(self, **changes: Any) -> "AlgoConfig":
+        """A copy with ``changes`` (validated); unknown names raise ``ValueError``."""
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no field(s) {unknown}; fields: {', '.join(sorted(names))}.")
+        return dataclasses.replace(self, **changes)

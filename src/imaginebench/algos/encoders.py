@@ -1,0 +1,127 @@
+"""The network that reads ``state ⊕ instruction embedding`` for every algorithm.
+
+Every policy, Q-function and value function of the benchmark starts with an
+:class:`InstructionEncoderFactory` encoder::
+
+    x = [ state (D) | embedding (E) ]                 (already standardised, see sampler.py)
+          |              |
+          |        Linear(E -> P) if instruction_projection = P > 0, else passed as is
+          |              |
+          +---- concat --+ (+ action for Q-functions) -> MLP(hidden_units) -> features
+
+With the default ``instruction_projection=0`` this is the plain 2×256 ReLU MLP of the
+original benchmark over the concatenated vector.  A projection > 0 gives the embedding its
+own learned linear map first (a cheap "learned projection" of SPEC §4).
+
+The factory is registered with d3rlpy, so a saved ``model.d3`` (d3rlpy's ``save``) restores
+it by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from imaginebench.algos._d3rlpy import load as _load_d3rlpy
+
+_load_d3rlpy()
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from d3rlpy.models.encoders import EncoderFactory, register_encoder_factory  # noqa: E402
+from d3rlpy.models.torch.encoders import Encoder, EncoderWithAction  # noqa: E402
+from torch import nn  # noqa: E402
+
+ENCODER_TYPE = "imaginebench_instruction_mlp"
+
+
+def _mlp(in_units: int, hidden_units: Sequence[int], activation: str) -> nn.Sequential:
+    act = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}[activation]
+    layers: list[nn.Module] = []
+    for out_units in hidden_units:
+        layers += [nn.Linear(in_units, out_units), act()]
+        in_units = out_units
+    return nn.Sequential(*layers)
+
+
+class _InstructionTrunk(nn.Module):
+    """Splits off the embedding, optionally projects it, concatenates it back."""
+
+    def __init__(self, observation_dim: int, state_dim: int, projection: int) -> None:
+        super().__init__()
+        if projection > 0 and not 0 < state_dim < observation_dim:
+            raise ValueError(
+                f"instruction_projection needs 0 < state_dim < observation size; got state_dim={state_dim}, "
+                f"observation size {observation_dim}."
+            )
+        self.state_dim = state_dim
+        self.project = nn.Linear(observation_dim - state_dim, projection) if projection > 0 else None
+        self.out_dim = state_dim + projection if projection > 0 else observation_dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.project is None:
+            return x
+        return torch.cat([x[:, : self.state_dim], self.project(x[:, self.state_dim:])], dim=1)
+
+
+class InstructionEncoder(Encoder):
+    """``state ⊕ embedding -> features`` (policies, discrete Q-functions, value functions)."""
+
+    def __init__(self, observation_dim: int, state_dim: int, projection: int, hidden_units: Sequence[int],
+                 activation: str) -> None:
+        super().__init__()
+        self.trunk = _InstructionTrunk(observation_dim, state_dim, projection)
+        self.mlp = _mlp(self.trunk.out_dim, hidden_units, activation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.trunk(x))
+
+
+class InstructionEncoderWithAction(EncoderWithAction):
+    """``state ⊕ embedding ⊕ action -> features`` (continuous Q-functions)."""
+
+    def __init__(self, observation_dim: int, state_dim: int, projection: int, hidden_units: Sequence[int],
+                 activation: str, action_size: int, discrete_action: bool) -> None:
+        super().__init__()
+        self.trunk = _InstructionTrunk(observation_dim, state_dim, projection)
+        self.mlp = _mlp(self.trunk.out_dim + action_size, hidden_units, activation)
+        self.action_size = action_size
+        self.discrete_action = discrete_action
+
+    def forward(self, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        if self.discrete_action:
+            action = F.one_hot(action.view(-1).long(), num_classes=self.action_size).float()
+        return self.mlp(torch.cat([self.trunk(x), action], dim=1))
+
+
+@dataclass()
+class InstructionEncoderFactory(EncoderFactory):
+    """d3rlpy encoder factory for ``state ⊕ instruction embedding`` inputs.
+
+    Attributes:
+        hidden_units: sizes of the MLP's hidden layers (the benchmark's 256×2 by default).
+        activation: ``relu``, ``tanh`` or ``gelu``.
+        state_dim: length of the state part of the observation (needed only for a projection).
+        instruction_projection: size of a learned linear map of the embedding; 0 = none.
+    """
+
+    hidden_units: list[int] = field(default_factory=lambda: [256, 256])
+    activation: str = "relu"
+    state_dim: int = 0
+    instruction_projection: int = 0
+
+    def create(self, observation_shape: Sequence[int]) -> InstructionEncoder:
+        return InstructionEncoder(int(observation_shape[0]), self.state_dim, self.instruction_projection,
+                                  self.hidden_units, self.activation)
+
+    def create_with_action(self, observation_shape: Sequence[int], action_size: int,
+                           discrete_action: bool = False) -> InstructionEncoderWithAction:
+        return InstructionEncoderWithAction(int(observation_shape[0]), self.state_dim, self.instruction_projection,
+                                            self.hidden_units, self.activation, action_size, discrete_action)
+
+    @staticmethod
+    def get_type() -> str:
+        return ENCODER_TYPE
+
+
+register_encoder_factory(InstructionEncoderFactory)

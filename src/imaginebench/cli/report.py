@@ -1,0 +1,30 @@
+"""``imaginebench report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from imaginebench.cli.common import app, friendly
+
+
+@app.command()
+@friendly
+def report(
+    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default <data home>/reports)."),
+    runs: Optional[Path] = typer.Option(None, "--runs", help="Folder of run records (default <data home>/runs)."),
+    env: Optional[str] = typer.Option(None, "--env", help="Only this environment."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Only this profile."),
+    quiet: bool = typer.Option(False, "--quiet", help="Do not print the table."),
+) -> None:
+    """Aggregate run records into a markdown table (mean ± std over seeds) and PNG figures."""
+    from imaginebench.config import data_home
+    from imaginebench.report import build_report
+
+    written = build_report(out or data_home() / "reports", runs=runs, env=env, profile=profile)
+    if not quiet:
+        typer.echo(written["report.md"].read_text())
+    for path in written.values():
+        typer.echo(f"wrote {path}")

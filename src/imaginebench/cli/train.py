@@ -1,0 +1,108 @@
+"""``imaginebench train``."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from imaginebench.cli.common import PROFILE_HELP, app, friendly
+
+
+def _seeds(values: List[str], extra: List[str]) -> list[int]:
+    """``--seeds 0 1 2`` (Typer hands over 0, the rest arrive as extra arguments) or ``--seeds 0,1,2``."""
+    out = []
+    for token in [*values, *extra]:
+        for part in str(token).split(","):
+            if not part.strip():
+                continue
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise ValueError(f"Seeds must be integers, got {part!r} (use --seeds 0 1 2).") from None
+    return list(dict.fromkeys(out))
+
+
+def _algo_options(values: List[str]) -> tuple[tuple[str, object], ...]:
+    import json
+
+    out = []
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set takes FIELD=VALUE, got {item!r}.")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.append((key.strip(), tuple(value) if isinstance(value, list) else value))
+    return tuple(out)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
+@friendly
+def train(
+    ctx: typer.Context,
+    env: str = typer.Option(..., "--env", help="Environment id, e.g. CLEVR-v0."),
+    algo: str = typer.Option(..., "--algo", help="Algorithm: bc, cql, bcq, td3bc, sac, iql, discrete_bc, "
+                                                  "discrete_cql, discrete_bcq, discrete_sac (bc/cql/bcq/sac pick "
+                                                  "the discrete version on a discrete domain)."),
+    level: str = typer.Option("train", "--level", help="Target level: train, rephrase, easy or hard."),
+    seeds: Optional[List[str]] = typer.Option(None, "--seeds", help="Seeds, e.g. --seeds 0 1 2 (default: the "
+                                                                    "profile's)."),
+    profile: Optional[str] = typer.Option(None, "--profile", help=PROFILE_HELP),
+    real_upper_bound: bool = typer.Option(False, "--real-upper-bound", help="Train on real data plus expert "
+                                          "rollouts of the level's tasks (the Real upper bound)."),
+    real_only: bool = typer.Option(False, "--real-only", help="Train on real data only (no imaginary rollouts) "
+                                   "and evaluate on the level."),
+    mix_ratio: float = typer.Option(0.5, "--mix-ratio", help="Share of each batch from imaginary (or upper-bound) "
+                                    "data."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Override the profile's gradient steps."),
+    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Override the profile's "
+                                                   "checkpoint interval."),
+    eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", help="Override evaluation episodes per task."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Override the profile's batch size."),
+    standardize: str = typer.Option("all", "--standardize", help="Observation standardisation: none, embedding, all."),
+    encoder: Optional[str] = typer.Option(None, "--encoder", help="Instruction encoder name (default: the "
+                                          "package's MiniLM)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override an algorithm default, FIELD=VALUE "
+                                             "(repeatable), e.g. --set learning_rate=3e-4."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Name a non-default variant; its runs live in "
+                                      "<algo>@<tag> next to the default runs."),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 gives steady timings on shared machines)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+) -> None:
+    """Train an offline RL algorithm on a level's data, evaluate it, and write one record per seed.
+
+    Runs resume from their last checkpoint; finished runs are skipped.
+    """
+    from imaginebench.config import get_profile
+    from imaginebench.evaluation.runner import RunSpec
+    from imaginebench.evaluation.runner import train as run
+
+    if real_upper_bound and real_only:
+        raise ValueError("Choose one of --real-upper-bound and --real-only.")
+    if ctx.args and not seeds:
+        raise ValueError(f"Unexpected arguments: {' '.join(ctx.args)}.")
+    seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+    data = "real-upper-bound" if real_upper_bound else "real" if real_only else "imaginary"
+    specs = [RunSpec(env, algo, level=level, seed=s, profile=profile, data=data, mix_ratio=mix_ratio,
+                     encoder=encoder, standardize=standardize, train_steps=steps, checkpoint_every=checkpoint_every,
+                     eval_episodes_per_task=eval_episodes, batch_size=batch_size,
+                     algo_options=_algo_options(set_ or []), tag=tag) for s in seed_list]
+    for spec in specs:
+        result = run(spec, progress=progress)
+        rec = result.record
+        scores = "  ".join(f"{lv} {v:.1%}" for lv, v in rec["score"].items())
+        if result.skipped:
+            status = "finished earlier, skipped"
+        elif result.resumed_from:
+            status = f"resumed from step {result.resumed_from}"
+        else:
+            status = "trained"
+        typer.echo(f"{rec['env']} {rec['algo']} {rec['level']}/{rec['data']} seed {rec['seed']}: {scores} "
+                   f"({status}; {rec['timing']['wall_time_s']:.0f} s) -> {result.path}")

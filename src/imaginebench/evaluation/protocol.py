@@ -1,0 +1,198 @@
+"""The evaluation protocol (SPEC §7).
+
+* At each checkpoint a policy is evaluated on the ``train`` level and on the run's target
+  level, with episodes **balanced over that level's tasks**: ``episodes_per_task × n_tasks``
+  episodes, every task the same count, each from a fixed reset seed (the same seeds at every
+  checkpoint, so curves compare like with like).
+* An episode counts as a success when ``info["is_success"]`` is true at its last step.
+* The score of a run is the mean success over its **last five checkpoints**
+  (:data:`LAST_CHECKPOINTS`; fewer when the run has fewer).
+
+:class:`Evaluator` runs the episodes of one level in lockstep over a pool of environments,
+so the policy sees one batch of observations per step instead of one call per episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+LAST_CHECKPOINTS = 5
+"""How many final checkpoints a run's score averages."""
+
+DEFAULT_POOL = 16
+"""Environments stepped in lockstep by an :class:`Evaluator`."""
+
+_LEVEL_TAG = {"train": 0, "rephrase": 1, "easy": 2, "hard": 3}
+
+Policy = Callable[[np.ndarray], np.ndarray]
+"""Maps a batch of observations ``(n, state ⊕ embedding)`` to a batch of actions."""
+
+
+def eval_seed(run_seed: int, level: str, index: int) -> int:
+    """Reset seed of evaluation episode ``index`` at ``level`` for a run seeded ``run_seed``."""
+    return int(np.random.SeedSequence([int(run_seed), 0xE7A1, _LEVEL_TAG.get(level, 9), int(index)])
+               .generate_state(1)[0])
+
+
+def eval_levels(level: str) -> tuple[str, ...]:
+    """Levels evaluated at each checkpoint of a run targeting ``level``: train first."""
+    return ("train",) if level == "train" else ("train", level)
+
+
+def last_checkpoints_mean(values: Sequence[float], last: int = LAST_CHECKPOINTS) -> float:
+    """Mean of the last ``last`` values (all of them if fewer); NaN for none."""
+    tail = list(values)[-last:]
+    return float(np.mean(tail)) if tail else float("nan")
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """Outcome of one evaluation of one level.
+
+    Attributes:
+        level: the evaluated level.
+        success_rate: fraction of successful episodes.
+        per_task: success rate of each task (each task ran the same number of episodes).
+        episodes: number of episodes.
+        mean_length: mean episode length in steps.
+    """
+
+    level: str
+    success_rate: float
+    per_task: Mapping[str, float]
+    episodes: int
+    mean_length: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"success": self.success_rate, "episodes": self.episodes, "mean_length": self.mean_length,
+                "per_task": dict(self.per_task)}
+
+
+@dataclass
+class Evaluator:
+    """Balanced, seeded evaluation of one level, run in lockstep over ``pool`` environments.
+
+    Args:
+        env_id: environment id.
+        level: level to evaluate.
+        episodes_per_task: episodes of every task.
+        seed: the run's seed (reset seeds follow :func:`eval_seed`).
+        encoder: instruction encoder (``encode(list[str])``); observations are
+            ``state ⊕ embedding`` exactly as ``imaginebench.make`` builds them.
+        pool: environments stepped together.
+        env_factory: ``level -> raw env`` (default ``imaginebench.make(env_id, level,
+            encode_instruction=False)``).
+    """
+
+    env_id: str
+    level: str
+    episodes_per_task: int
+    seed: int
+    encoder: Any
+    pool: int = DEFAULT_POOL
+    env_factory: Callable[[str], Any] | None = None
+    _envs: list = field(default_factory=list, init=False, repr=False)
+    _embeddings: dict = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.episodes_per_task <= 0:
+            raise ValueError(f"episodes_per_task must be positive, got {self.episodes_per_task}.")
+
+    def _make(self):
+        if self.env_factory is not None:
+            return self.env_factory(self.level)
+        from imaginebench.envs.registry import make
+
+        return make(self.env_id, level=self.level, encode_instruction=False)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        if not self._envs:
+            self._envs.append(self._make())
+        return tuple(self._envs[0].unwrapped.tasks)
+
+    def schedule(self) -> list[tuple[str, int]]:
+        """``(task, reset seed)`` of every episode: each task ``episodes_per_task`` times."""
+        tasks = self.tasks
+        order = [tasks[i % len(tasks)] for i in range(len(tasks) * self.episodes_per_task)]
+        return [(task, eval_seed(self.seed, self.level, i)) for i, task in enumerate(order)]
+
+    def _prefetch(self) -> None:
+        """Encode the level's whole instruction bank in one batch (episodes draw from it)."""
+        if self._embeddings:
+            return
+        unwrapped = self._envs[0].unwrapped
+        try:
+            bank = sorted({s for t in unwrapped.domain.tasks(self.level) for s in t.bank(self.level)})
+        except AttributeError:  # not an InstructionEnv: embed lazily
+            return
+        if bank:
+            self._embeddings.update(zip(bank, np.asarray(self.encoder.encode(bank), dtype=np.float32)))
+
+    def _embed(self, instruction: str) -> np.ndarray:
+        if instruction not in self._embeddings:
+            self._embeddings[instruction] = np.asarray(self.encoder.encode([instruction])[0], dtype=np.float32)
+        return self._embeddings[instruction]
+
+    def __call__(self, policy: Policy) -> LevelResult:
+        jobs = self.schedule()
+        width = max(1, min(self.pool, len(jobs)))
+        while len(self._envs) < width:
+            self._envs.append(self._make())
+        envs = self._envs[:width]
+        self._prefetch()
+        successes: dict[str, list[bool]] = {t: [] for t in self.tasks}
+        lengths: list[int] = []
+        slots: list[tuple[str, np.ndarray, int] | None] = [None] * width  # task, embedding, steps
+        obs = [None] * width
+        cursor = 0
+
+        def start(i: int) -> None:
+            nonlocal cursor
+            if cursor >= len(jobs):
+                slots[i] = None
+                return
+            task, reset_seed = jobs[cursor]
+            cursor += 1
+            state, info = envs[i].reset(seed=reset_seed, options={"task": task})
+            emb = self._embed(info["instruction"])
+            slots[i] = (task, emb, 0)
+            obs[i] = np.concatenate([np.asarray(state, dtype=np.float32), emb])
+
+        for i in range(width):
+            start(i)
+        while any(s is not None for s in slots):
+            active = [i for i, s in enumerate(slots) if s is not None]
+            actions = np.asarray(policy(np.stack([obs[i] for i in active])))
+            for a, i in zip(actions, active):
+                task, emb, steps = slots[i]  # type: ignore[misc]
+                action = int(a) if np.ndim(a) == 0 else np.asarray(a, dtype=np.float64)
+                state, _, terminated, truncated, info = envs[i].step(action)
+                if terminated or truncated:
+                    successes[task].append(bool(info["is_success"]))
+                    lengths.append(steps + 1)
+                    start(i)
+                else:
+                    slots[i] = (task, emb, steps + 1)
+                    obs[i] = np.concatenate([np.asarray(state, dtype=np.float32), emb])
+        flat = [s for v in successes.values() for s in v]
+        return LevelResult(level=self.level, success_rate=float(np.mean(flat)) if flat else float("nan"),
+                           per_task={t: float(np.mean(v)) for t, v in successes.items()},
+                           episodes=len(flat), mean_length=float(np.mean(lengths)) if lengths else 0.0)
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+        self._envs.clear()
+
+
+def d3rlpy_policy(algo) -> Policy:
+    """The greedy policy of a d3rlpy algorithm (its observation scaler applied)."""
+
+    def act(observations: np.ndarray) -> np.ndarray:
+        return algo.predict(observations)
+
+    return act

@@ -1,0 +1,108 @@
+"""Run records: one JSON file per (env, profile, level, data, algorithm, seed).
+
+Layout under the data home::
+
+    runs/<env id>/<profile>/<level>/<data>/<algo>[@<tag>]/seed<k>/
+        record.json      the results record (written last; its presence = run finished)
+        model.d3         final weights + d3rlpy config (``d3rlpy.load_learnable``)
+        checkpoint.pt    resume state while the run is unfinished (removed at the end)
+
+``data`` is ``imaginary`` (real + that level's imaginary rollouts; real only at ``train``),
+``real`` (real rollouts only: the no-imagination baseline) or ``real-upper-bound`` (real +
+expert rollouts of the level's tasks).
+
+Record fields (schema 1): ``env, level, algo, algo_family, algo_label, algo_requested, tag,
+seed, profile, settings`` (steps, checkpoint interval, evaluation episodes, batch size, mix
+ratio, encoder, standardisation, algorithm overrides: a finished run is only reused for the
+same settings), ``data,
+sources`` (name, level, episodes, transitions, batch share, path), ``mix_ratio, steps,
+checkpoint_every, batch_size, eval`` (levels, episodes per task, episodes per level),
+``score`` (level -> mean success of the last five checkpoints), ``success`` (score at the
+target level), ``per_task`` (level -> task -> mean over the last five checkpoints),
+``curve`` (per checkpoint: step, and per level success, per-task success, mean length),
+``config`` (algorithm fields, encoder, standardisation), ``versions``, and ``timing``
+(wall/train/eval seconds, steps/s, start and end time, step resumed from) — everything
+that may differ between two runs of the same seed lives under ``timing``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from imaginebench.config import data_home
+
+SCHEMA_VERSION = 1
+RECORD_NAME = "record.json"
+VOLATILE_KEYS = ("timing",)
+
+
+def runs_root() -> Path:
+    """``<data home>/runs``."""
+    return data_home() / "runs"
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the packages a result depends on."""
+    import gymnasium
+    import numpy
+
+    import imaginebench
+
+    out = {"python": platform.python_version(), "imaginebench": imaginebench.__version__,
+           "numpy": numpy.__version__, "gymnasium": gymnasium.__version__}
+    for name in ("torch", "d3rlpy"):
+        try:
+            module = __import__(name)
+            out[name] = str(module.__version__)
+        except ImportError:
+            pass
+    return out
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """Write ``obj`` as JSON atomically (temporary file + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, sort_keys=False, allow_nan=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """One record; a damaged file raises ``ValueError`` naming it."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"Cannot read run record {path}: {exc}") from None
+    if not isinstance(record, dict) or record.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"{path} is not a schema-{SCHEMA_VERSION} run record.")
+    return record
+
+
+def iter_records(root: str | Path | None = None) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Every ``record.json`` under ``root`` (default :func:`runs_root`), sorted by path."""
+    root = Path(root) if root is not None else runs_root()
+    for path in sorted(root.rglob(RECORD_NAME)):
+        yield path, read_record(path)
+
+
+def load_records(root: str | Path | None = None, **filters: Any) -> list[dict[str, Any]]:
+    """Records under ``root`` whose fields equal ``filters`` (e.g. ``env="CLEVR-v0"``)."""
+    return [r for _, r in iter_records(root) if all(r.get(k) == v for k, v in filters.items())]
+
+
+def stable_view(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` without the fields that may differ between identical runs (timing)."""
+    return {k: v for k, v in record.items() if k not in VOLATILE_KEYS}

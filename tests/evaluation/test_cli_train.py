@@ -1,0 +1,69 @@
+"""``imaginebench train`` through Typer's CliRunner: exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from imaginebench.cli import app
+from tests.algos.helpers import HASH_ENCODER, build_toy_data
+
+FAST = ["--profile", "tiny", "--encoder", HASH_ENCODER, "--steps", "20", "--checkpoint-every", "10",
+        "--eval-episodes", "1", "--batch-size", "16", "--set", "hidden_units=[16]", "--no-progress"]
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def _error_line(result) -> str:
+    out = result.stderr if hasattr(result, "stderr") else result.output
+    lines = [ln for ln in out.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, out
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_train_runs_each_seed_and_skips_finished_ones(runner, toy_envs, data_home):
+    build_toy_data("Toy-v0", ("train",), episodes=20)
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--seeds", "0", "1", *FAST])
+    assert result.exit_code == 0, result.output
+    assert "seed 0" in result.output and "seed 1" in result.output and "trained" in result.output
+    records = sorted((data_home / "runs/Toy-v0/tiny/train/real/discrete_bc").glob("seed*/record.json"))
+    assert [p.parent.name for p in records] == ["seed0", "seed1"]
+    assert json.loads(records[0].read_text())["config"]["algorithm"]["hidden_units"] == [16]
+    again = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--seeds", "1", *FAST])
+    assert again.exit_code == 0 and "skipped" in again.output
+
+
+def test_unknown_algorithm_lists_the_choices(runner, toy_envs):
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "ppo", *FAST])
+    assert result.exit_code == 1
+    line = _error_line(result)
+    assert "Unknown algorithm 'ppo'" in line and "bc, cql, bcq, td3bc, sac, iql, discrete_bc" in line
+
+
+def test_algorithm_that_does_not_fit_the_action_space(runner, toy_envs):
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "td3bc", *FAST])
+    assert result.exit_code == 1
+    line = _error_line(result)
+    assert "'td3bc' needs continuous actions" in line and "Discrete(2)" in line
+    assert "Algorithms that fit: discrete_bc, discrete_cql, discrete_bcq, discrete_sac" in line
+
+
+def test_missing_dataset_names_the_command(runner, toy_envs):
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--level", "easy",
+                                 "--real-upper-bound", *FAST])
+    assert result.exit_code == 1
+    assert "imaginebench data collect --env Toy-v0 --level train --profile tiny" in _error_line(result)
+
+
+def test_bad_seed_and_conflicting_flags(runner, toy_envs):
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--seeds", "0", "x", *FAST])
+    assert result.exit_code == 1 and "Seeds must be integers" in _error_line(result)
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--level", "easy", "--real-only",
+                                 "--real-upper-bound", *FAST])
+    assert result.exit_code == 1 and "Choose one of" in _error_line(result)

@@ -1,0 +1,145 @@
+"""Training runs: records, determinism, resume, skipping, data variants and their errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from imaginebench.evaluation import RunSpec, eval_seed, stable_view, train
+from imaginebench.evaluation.protocol import Evaluator, last_checkpoints_mean
+from imaginebench.evaluation.runner import CHECKPOINT_NAME, MODEL_NAME
+from tests.algos.helpers import HASH_ENCODER, HashEncoder, build_toy_data, save_imaginary
+
+SMALL = dict(profile="tiny", encoder=HASH_ENCODER, train_steps=40, checkpoint_every=10, eval_episodes_per_task=2,
+             batch_size=16, algo_options=(("hidden_units", (16, 16)),))
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.fixture
+def toy_data(toy_envs):
+    build_toy_data("Toy-v0", ("train", "easy"), episodes=30)
+    build_toy_data("ToyCont-v0", ("train",), episodes=30)
+    save_imaginary("Toy-v0", "easy")
+    return toy_envs
+
+
+def test_record_has_the_protocol_fields(toy_data, data_home):
+    result = train(RunSpec("Toy-v0", "bc", level="easy", seed=0, **SMALL), progress=False)
+    rec = result.record
+    assert result.path == data_home / "runs/Toy-v0/tiny/easy/imaginary/discrete_bc/seed0"
+    assert (result.path / "record.json").exists() and (result.path / MODEL_NAME).exists()
+    assert not (result.path / CHECKPOINT_NAME).exists()
+    assert rec["algo"] == "discrete_bc" and rec["algo_requested"] == "bc" and rec["algo_family"] == "bc"
+    assert [c["step"] for c in rec["curve"]] == [10, 20, 30, 40]
+    assert rec["eval"]["levels"] == ["train", "easy"]
+    assert rec["eval"]["episodes"] == {"train": 4, "easy": 2}  # 2 per task, balanced
+    assert rec["score"]["easy"] == pytest.approx(last_checkpoints_mean([c["easy"]["success"] for c in rec["curve"]]))
+    assert rec["success"] == rec["score"]["easy"]
+    assert set(rec["per_task"]["train"]) == {"go_left", "go_right"}
+    assert [(s["name"], s["weight"]) for s in rec["sources"]] == [("real", 0.5), ("imaginary", 0.5)]
+    assert rec["sources"][0]["episodes"] == 30 and rec["mix_ratio"] == 0.5
+    assert {"torch", "d3rlpy", "imaginebench"} <= set(rec["versions"])
+    assert rec["config"]["algorithm"]["hidden_units"] == [16, 16]
+    assert rec["timing"]["wall_time_s"] > 0
+    json.dumps(rec)  # serialisable
+    import d3rlpy  # the saved model reloads with its config, scaler, encoder and optimiser factories
+
+    model = d3rlpy.load_learnable(str(result.path / MODEL_NAME))
+    obs = np.concatenate([[2.0], HashEncoder().encode(["go to the left end"])[0]])[None].astype(np.float32)
+    assert model.predict(obs).shape == (1,)
+
+
+def test_same_seed_gives_the_same_record(toy_data, data_home, tmp_path, monkeypatch):
+    first = train(RunSpec("ToyCont-v0", "td3bc", seed=3, **SMALL), progress=False).record
+    monkeypatch.setenv("IMAGINEBENCH_HOME", str(tmp_path / "other_home"))
+    build_toy_data("ToyCont-v0", ("train",), episodes=30)
+    second = train(RunSpec("ToyCont-v0", "td3bc", seed=3, **SMALL), progress=False).record
+    first_sources = [{k: v for k, v in s.items() if k != "path"} for s in first.pop("sources")]
+    second_sources = [{k: v for k, v in s.items() if k != "path"} for s in second.pop("sources")]
+    assert first_sources == second_sources
+    assert stable_view(first) == stable_view(second)
+    assert first["timing"] != {} and "timing" not in stable_view(first)
+
+
+def test_killed_run_resumes_from_its_checkpoint_and_finished_run_is_skipped(toy_data):
+    spec = RunSpec("Toy-v0", "discrete_cql", level="easy", seed=1, **SMALL)
+
+    def kill_after_second(step, entry):
+        if step == 20:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(spec, progress=False, on_checkpoint=kill_after_second)
+    from imaginebench.evaluation import run_dir
+
+    assert (run_dir(spec) / CHECKPOINT_NAME).exists() and not (run_dir(spec) / "record.json").exists()
+    seen = []
+    resumed = train(spec, progress=False, on_checkpoint=lambda step, entry: seen.append(step))
+    assert resumed.resumed_from == 20 and seen == [30, 40] and not resumed.skipped
+    assert [c["step"] for c in resumed.record["curve"]] == [10, 20, 30, 40]
+
+    # an uninterrupted run of the same seed gives the same record
+    import shutil
+
+    shutil.rmtree(run_dir(spec))
+    straight = train(spec, progress=False)
+    assert stable_view(straight.record) == stable_view(resumed.record)
+
+    again = train(spec, progress=False, on_checkpoint=lambda *a: pytest.fail("trained a finished run"))
+    assert again.skipped and again.record == straight.record
+
+
+def test_real_upper_bound_and_real_only_runs(toy_data):
+    ub = train(RunSpec("Toy-v0", "bc", level="easy", data="real-upper-bound", **SMALL), progress=False)
+    assert [s["name"] for s in ub.record["sources"]] == ["real", "real-easy"]
+    assert ub.record["sources"][1]["level"] == "easy" and ub.record["data"] == "real-upper-bound"
+    assert "real-upper-bound" in str(ub.path)
+    only = train(RunSpec("Toy-v0", "bc", level="easy", data="real", **SMALL), progress=False)
+    assert [s["name"] for s in only.record["sources"]] == ["real"] and only.record["mix_ratio"] == 0.0
+
+
+def test_missing_data_names_the_command_that_builds_it(toy_envs):
+    with pytest.raises(FileNotFoundError, match="imaginebench data collect --env Toy-v0 --level train --profile tiny"):
+        train(RunSpec("Toy-v0", "bc", **SMALL), progress=False)
+    build_toy_data("Toy-v0", ("train",), episodes=10)
+    with pytest.raises(FileNotFoundError, match="imaginebench imagine generate --env Toy-v0 --level hard"):
+        train(RunSpec("Toy-v0", "bc", level="hard", **SMALL), progress=False)
+    with pytest.raises(FileNotFoundError, match="data collect --env Toy-v0 --level hard"):
+        train(RunSpec("Toy-v0", "bc", level="hard", data="real-upper-bound", **SMALL), progress=False)
+
+
+def test_spec_validation():
+    with pytest.raises(ValueError, match="novel level"):
+        RunSpec("Toy-v0", "bc", level="train", data="real-upper-bound")
+    with pytest.raises(ValueError, match="Valid choices: imaginary, real, real-upper-bound"):
+        RunSpec("Toy-v0", "bc", data="fake")
+    with pytest.raises(ValueError, match="Unknown level"):
+        RunSpec("Toy-v0", "bc", level="medium")
+
+
+def test_evaluation_is_balanced_seeded_and_reads_success_at_episode_end(toy_envs):
+    evaluator = Evaluator("Toy-v0", "train", episodes_per_task=3, seed=5, encoder=HashEncoder(), pool=4)
+    schedule = evaluator.schedule()
+    assert [t for t, _ in schedule].count("go_left") == [t for t, _ in schedule].count("go_right") == 3
+    assert [s for _, s in schedule] == [eval_seed(5, "train", i) for i in range(6)]
+    always_right = evaluator(lambda obs: np.ones(len(obs), dtype=np.int64))
+    assert always_right.per_task == {"go_left": 0.0, "go_right": 1.0} and always_right.success_rate == 0.5
+    assert always_right.episodes == 6
+    assert evaluator(lambda obs: np.ones(len(obs), dtype=np.int64)) == always_right  # same seeds every time
+
+
+def test_other_settings_need_a_tag(toy_data):
+    import dataclasses
+
+    spec = RunSpec("Toy-v0", "bc", seed=4, **SMALL)
+    first = train(spec, progress=False)
+    with pytest.raises(ValueError, match=r"other settings \(standardize 'all' there vs 'none' now\).*--tag"):
+        train(dataclasses.replace(spec, standardize="none"), progress=False)
+    tagged = train(dataclasses.replace(spec, standardize="none", tag="nostd"), progress=False)
+    assert tagged.path.parent.name == "discrete_bc@nostd" and tagged.record["tag"] == "nostd"
+    assert first.record["settings"]["standardize"] == "all" and tagged.record["settings"]["standardize"] == "none"

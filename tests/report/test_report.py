@@ -1,0 +1,67 @@
+"""Reports from synthetic run records: the markdown table and the PNG figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from imaginebench.cli import app
+from imaginebench.evaluation.records import SCHEMA_VERSION, runs_root, write_json
+from imaginebench.report import aggregate, build_report, markdown
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _record(env, level, data, algo, seed, success, label):
+    return {"schema_version": SCHEMA_VERSION, "env": env, "level": level, "data": data, "algo": algo,
+            "algo_label": label, "seed": seed, "profile": "tiny", "success": success, "steps": 100,
+            "score": {level: success}, "timing": {"wall_time_s": 10.0}}
+
+
+def _write_records() -> None:
+    rng = np.random.default_rng(0)
+    for algo, label in (("discrete_bc", "BC"), ("discrete_cql", "CQL")):
+        for seed in range(3):
+            for level in ("train", "rephrase", "easy", "hard"):
+                data = "real" if level == "train" else "imaginary"
+                rec = _record("CLEVR-v0", level, data, algo, seed, float(rng.uniform(0.2, 0.9)), label)
+                write_json(runs_root() / "CLEVR-v0/tiny" / level / data / algo / f"seed{seed}/record.json", rec)
+            for level in ("easy", "hard"):
+                rec = _record("CLEVR-v0", level, "real-upper-bound", algo, seed, float(rng.uniform(0.5, 1)), label)
+                folder = runs_root() / "CLEVR-v0/tiny" / level / "real-upper-bound" / algo / f"seed{seed}"
+                write_json(folder / "record.json", rec)
+
+
+def test_mean_and_std_over_seeds():
+    records = [_record("E", "hard", "imaginary", "bc", s, v, "BC") for s, v in enumerate([0.2, 0.4, 0.6])]
+    (cell,) = aggregate(records)
+    assert cell.mean == pytest.approx(0.4) and cell.std == pytest.approx(0.2) and cell.n == 3
+    assert cell.text() == "40.0 ± 20.0"
+    table = markdown([cell])
+    assert "| BC (`bc`) | 40.0 ± 20.0 |" in table and "| algorithm | hard |" in table
+
+
+def test_report_writes_table_and_figures(tmp_path):
+    _write_records()
+    written = build_report(tmp_path / "out")
+    assert set(written) == {"report.md", "success.png", "upper_bound.png"}
+    text = written["report.md"].read_text()
+    assert "## CLEVR-v0 — Real + imaginary rollouts" in text and "## CLEVR-v0 — Real upper bound" in text
+    assert "| algorithm | train | rephrase | easy | hard |" in text and "| CQL (`discrete_cql`) |" in text
+    for name in ("success.png", "upper_bound.png"):
+        data = written[name].read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5_000
+
+
+def test_report_cli(tmp_path):
+    _write_records()
+    result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "r"), "--env", "CLEVR-v0"])
+    assert result.exit_code == 0, result.output
+    assert "# ImagineBench results" in result.output and (tmp_path / "r/success.png").exists()
+
+
+def test_report_without_records_says_how_to_make_them(tmp_path):
+    result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert "No run records" in result.output and "imaginebench train" in result.output
