@@ -20,9 +20,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
+# Main job: real CLEVR data -> DiscreteBC trained and evaluated (seed 0) -> report.
 run: install
 	$(VENV)/bin/imaginebench data collect --env CLEVR-v0 --level train --profile $(PROFILE) --workers 2 --skip-existing
-	$(VENV)/bin/imaginebench data info
+	$(VENV)/bin/imaginebench train --env CLEVR-v0 --algo discrete_bc --level train --profile $(PROFILE) --seeds 0
+	$(VENV)/bin/imaginebench report --env CLEVR-v0 --profile $(PROFILE)
 
 test: install
 	$(PY) -m pytest -q
