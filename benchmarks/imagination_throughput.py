@@ -1,0 +1,140 @@
+"""Throughput of the rollout language model: fine-tuning steps/s, peak memory, imagined steps/s.
+
+Each configuration runs in its own process (so peak RSS is its own) on real CLEVR data of
+the ``tiny`` profile (built in a temporary data home unless ``--home`` points at one)::
+
+    python benchmarks/imagination_throughput.py                         # tiny + smollm2-135m defaults
+    python benchmarks/imagination_throughput.py --configs smollm2:lora smollm2:full:8 --train-steps 10
+
+Config syntax: ``<backbone>:<lora|full>[:<layers>]``; ``smollm2`` is ``smollm2-135m``.
+Fine-tuning: ``--train-steps`` timed steps after 2 warm-up steps, batch ``--batch-size``.
+Generation: ``--rollouts`` rollouts of CLEVR hard tasks in batches of ``--gen-batch``, each
+capped at ``--gen-steps`` steps, greedy, with the KV cache.  Prints one JSON line per config
+and a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT_CONFIGS = ("tiny:full", "smollm2:lora", "smollm2:full", "smollm2:lora:8", "smollm2:full:8")
+
+
+def _parse(config: str) -> tuple[str, bool, int | None]:
+    parts = config.split(":")
+    backbone = {"smollm2": "smollm2-135m"}.get(parts[0], parts[0])
+    lora = parts[1] == "lora" if len(parts) > 1 else True
+    layers = int(parts[2]) if len(parts) > 2 else None
+    return backbone, lora, layers
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    import numpy as np
+    import torch
+
+    from imaginebench.data import load_real
+    from imaginebench.envs.registry import load_domain
+    from imaginebench.imagination.backbones import load_backbone
+    from imaginebench.imagination.finetune import TrainConfig, _episodes, _optimizer, _Sampler, peak_rss_mb
+    from imaginebench.imagination.formats import SequenceBuilder, collate
+    from imaginebench.imagination.generate import GenerateConfig, imagine, initial_starts
+    from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM
+
+    torch.set_num_threads(args.threads)
+    backbone, lora, layers = _parse(args.one)
+    real = load_real("CLEVR-v0", "train", "tiny")
+    domain = load_domain("CLEVR-v0")
+    torch.manual_seed(0)
+    model = RolloutLM(load_backbone(backbone, num_layers=layers), ModelConfig(backbone=backbone, lora=lora,
+                      num_layers=layers), 10, True, 40, Normaliser.fit(real.states)).train()
+    tcfg = TrainConfig(batch_size=args.batch_size, bf16=args.bf16)
+    sampler = _Sampler(SequenceBuilder(model.tokenizer, 10, True, 40), _episodes(real), tcfg)
+    opt = _optimizer(model, tcfg)
+    rng = np.random.default_rng(0)
+    positions = 0
+    for i in range(args.train_steps + 2):
+        if i == 2:
+            t0, positions = time.perf_counter(), 0
+        batch = collate([sampler.example(rng) for _ in range(args.batch_size)])
+        positions += batch.mask.sum()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            out = model.losses(batch)
+        opt.zero_grad()
+        out["total"].backward()
+        opt.step()
+    train_s = time.perf_counter() - t0
+    train_rss = peak_rss_mb()
+    model.eval()
+    starts = initial_starts("CLEVR-v0", "hard", args.rollouts, seed=0)
+    cfg = GenerateConfig(temperature=0.0, batch_size=args.gen_batch, max_steps=args.gen_steps, bf16=args.bf16)
+    imagine(model, domain, starts[: min(4, len(starts))], cfg, progress=False)  # warm-up
+    _, gen = imagine(model, domain, starts, cfg, progress=False)
+    return {
+        "config": args.one, "backbone": backbone, "lora": lora, "layers": layers, "threads": args.threads,
+        "bf16": args.bf16, "batch_size": args.batch_size, "train_steps_per_s": args.train_steps / train_s,
+        "train_s_per_step": train_s / args.train_steps, "train_positions_per_s": float(positions / train_s),
+        "peak_rss_mb_train": train_rss, "imagined_steps_per_s": gen["steps_per_second"],
+        "imagined_steps": gen["imagined_steps"], "gen_batch": args.gen_batch, "rollouts": args.rollouts,
+        "parameters": model.parameter_counts(), "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--configs", nargs="*", default=list(DEFAULT_CONFIGS))
+    p.add_argument("--train-steps", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--rollouts", type=int, default=64)
+    p.add_argument("--gen-batch", type=int, default=64)
+    p.add_argument("--gen-steps", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--home", default=None, help="Data home with CLEVR tiny real data (default: a temporary one).")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.one:
+        print("RESULT " + json.dumps(run_one(args)), flush=True)
+        return
+    home = args.home or tempfile.mkdtemp(prefix="ib-bench-")
+    env = {**os.environ, "IMAGINEBENCH_HOME": home}
+    if not os.path.exists(os.path.join(home, "datasets", "CLEVR-v0", "tiny", "real-train.npz")):
+        os.environ["IMAGINEBENCH_HOME"] = home
+        from imaginebench.data.hub import build_real
+
+        build_real("CLEVR-v0", "train", "tiny", progress=False)
+    smol_cache = os.path.expanduser("~/.imaginebench/models/smollm2-135m")
+    target = os.path.join(home, "models", "smollm2-135m")
+    if os.path.isdir(smol_cache) and not os.path.exists(target):  # reuse the converted SmolLM2 copy
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.symlink(smol_cache, target)
+    rows = []
+    for config in args.configs:
+        cmd = [sys.executable, __file__, "--one", config, "--train-steps", str(args.train_steps),
+               "--batch-size", str(args.batch_size), "--rollouts", str(args.rollouts), "--gen-batch",
+               str(args.gen_batch), "--gen-steps", str(args.gen_steps), "--threads", str(args.threads)]
+        if args.bf16:
+            cmd.append("--bf16")
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+        if not line:
+            print(f"{config} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
+            continue
+        row = json.loads(line[-1][7:])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"\n{'config':<18}{'train s/step':>13}{'steps/s':>9}{'positions/s':>12}{'peak RSS MB':>12}"
+          f"{'imagined steps/s':>17}")
+    for r in rows:
+        print(f"{r['config']:<18}{r['train_s_per_step']:>13.3f}{r['train_steps_per_s']:>9.2f}"
+              f"{r['train_positions_per_s']:>12.0f}{r['peak_rss_mb']:>12.0f}{r['imagined_steps_per_s']:>17.0f}")
+
+
+if __name__ == "__main__":
+    main()

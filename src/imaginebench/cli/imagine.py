@@ -1,0 +1,113 @@
+"""``imaginebench imagine train|generate|quality``: the rollout language model stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from imaginebench.cli.common import PROFILE_HELP, app, friendly
+
+imagine_app = typer.Typer(help="Fine-tune the rollout language model, imagine rollouts, score them.",
+                          no_args_is_help=True)
+app.add_typer(imagine_app, name="imagine")
+
+EnvOpt = typer.Option("CLEVR-v0", "--env", help="Environment id.")
+ProfileOpt = typer.Option(None, "--profile", help=PROFILE_HELP)
+BackboneOpt = typer.Option(None, "--backbone",
+                           help="smollm2-135m, tiny, or a local Hugging Face model folder (default: the profile's).")
+LevelOpt = typer.Option("all", "--level", help="rephrase, easy, hard or all.")
+
+
+@imagine_app.command("train")
+@friendly
+def imagine_train(
+    env: str = EnvOpt,
+    profile: Optional[str] = ProfileOpt,
+    backbone: Optional[str] = BackboneOpt,
+    lora: bool = typer.Option(True, "--lora/--full", help="LoRA adapters or full fine-tuning of the backbone."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Total optimiser steps (default: profile lm_steps)."),
+    layers: Optional[int] = typer.Option(None, "--layers", help="Keep only the first N decoder layers (faster)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sequences per step (default: the profile's)."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Backbone learning rate (default 5e-4 LoRA / 1e-4 full)."),
+    adapter_lr: Optional[float] = typer.Option(None, "--adapter-lr",
+                                               help="Learning rate of the numeric layers (default 1e-3)."),
+    task_weights: Optional[str] = typer.Option(
+        None, "--task-weights", help="Sampling weights of rollout,dynamics,consequence,explanation, e.g. 3,1,1,1."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint folder (default under the data home)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start over instead of resuming an existing checkpoint."),
+    bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast (faster on CPUs with AMX; not validated)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch threads."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Fine-tune the rollout model on the real train data (resumes an existing checkpoint)."""
+    from imaginebench.imagination.pipeline import train
+
+    extra: dict = {}
+    if adapter_lr is not None:
+        extra["adapter_lr"] = adapter_lr
+    if task_weights is not None:
+        try:
+            extra["task_weights"] = tuple(float(w) for w in task_weights.split(","))
+        except ValueError:
+            raise ValueError(f"--task-weights needs four numbers like 3,1,1,1; got {task_weights!r}.") from None
+    r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
+              out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, **extra)
+    typer.echo(f"checkpoint {r.checkpoint}: {r.steps_done} steps ({r.steps_run} now, {r.steps_per_second:.2f} steps/s, "
+               f"peak RSS {r.peak_rss_mb:.0f} MB)")
+    for task, losses in r.val_losses.items():
+        parts = ", ".join(f"{k} {v:.4f}" for k, v in losses.items())
+        typer.echo(f"  validation {task:<12} {parts}")
+
+
+@imagine_app.command("generate")
+@friendly
+def imagine_generate(
+    env: str = EnvOpt,
+    profile: Optional[str] = ProfileOpt,
+    backbone: Optional[str] = BackboneOpt,
+    level: str = LevelOpt,
+    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint",
+                                              help="Checkpoint folder (default: the trained one)."),
+    episodes: Optional[int] = typer.Option(None, "--episodes", help="Rollouts per level (default: the profile's)."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Action sampling temperature; 0 = argmax."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Rollouts per batch."),
+    seed: int = typer.Option(1, "--seed", help="Seed of the initial states and of sampling."),
+    filter_invalid: bool = typer.Option(False, "--filter",
+                                        help="Drop rollouts with an illegal state or a wrong transition."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing imaginary datasets."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Cap rollouts below the task horizon."),
+    bf16: bool = typer.Option(False, "--bf16"),
+    threads: Optional[int] = typer.Option(None, "--threads"),
+) -> None:
+    """Imagine rollouts for novel instructions with the fine-tuned model and save them."""
+    from imaginebench.imagination.pipeline import generate
+    from imaginebench.imagination.quality import format_table
+
+    results = generate(env, profile, level, backbone=backbone, checkpoint=checkpoint, episodes=episodes,
+                       temperature=temperature, batch_size=batch_size, seed=seed, filter_invalid=filter_invalid,
+                       overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps)
+    for r in results:
+        t = r.throughput
+        typer.echo(f"{r.level}: wrote {r.episodes} rollouts to {r.path} ({r.generated} generated, {r.dropped} dropped; "
+                   f"{t['imagined_steps']} steps at {t['steps_per_second']:.0f} steps/s)")
+    typer.echo(format_table([r.quality for r in results]))
+
+
+@imagine_app.command("quality")
+@friendly
+def imagine_quality(
+    env: str = EnvOpt,
+    profile: Optional[str] = ProfileOpt,
+    level: str = LevelOpt,
+    tolerance: Optional[float] = typer.Option(None, "--tolerance", help="Transition tolerance (default: per domain)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Score stored imaginary rollouts: consistency, transition correctness, legality."""
+    from imaginebench.imagination.pipeline import quality
+    from imaginebench.imagination.quality import format_table
+
+    reports = quality(env, profile, level, tolerance=tolerance)
+    typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))

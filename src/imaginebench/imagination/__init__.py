@@ -1,0 +1,29 @@
+"""The imagination stage: a rollout language model fine-tuned on real rollouts (KALM), which
+then imagines rollouts for novel instructions, and the quality metrics of those rollouts.
+
+Modules: ``backbones`` (named LM backbones), ``formats`` (the four fine-tuning prompts),
+``model`` (backbone + numeric adapters), ``finetune``, ``checkpoint``, ``generate``,
+``quality``, ``pipeline`` (train / generate / quality as the CLI runs them).  Needs the ``llm`` extra (torch,
+transformers, peft); names are imported lazily so ``import imaginebench`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ModelConfig": "model", "RolloutLM": "model", "Normaliser": "model",
+    "TrainConfig": "finetune", "finetune": "finetune",
+    "GenerateConfig": "generate", "imagine": "generate", "initial_starts": "generate",
+    "check_rollouts": "quality", "dataset_quality": "quality", "TRANSITION_TOLERANCE": "quality",
+    "load_backbone": "backbones", "backbone_names": "backbones",
+    "load_checkpoint": "checkpoint", "default_checkpoint_dir": "checkpoint",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"imaginebench.imagination.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'imaginebench.imagination' has no attribute {name!r}")

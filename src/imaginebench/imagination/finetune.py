@@ -1,0 +1,327 @@
+"""Supervised fine-tuning of the rollout model on a domain's real dataset (KALM, SPEC §6).
+
+Every training example is one of the four tasks of :mod:`~imaginebench.imagination.formats`
+built from one real episode (task drawn with ``task_weights``).  Losses: MSE on standardised
+states (and on continuous actions), cross-entropy on discrete actions and on text tokens.
+A fixed set of held-out episodes gives a per-task validation loss every ``eval_every`` steps.
+Checkpoints hold the trainable weights, the normaliser, both configs and the package version;
+training resumes from the last checkpoint in the output folder (optimiser and RNG included).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import resource
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from imaginebench.data.dataset import EpisodeDataset
+from imaginebench.imagination import checkpoint as ckpt
+from imaginebench.imagination.backbones import check_backbone, load_backbone
+from imaginebench.imagination.formats import TASKS, SequenceBuilder, collate
+from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM, default_device
+
+logger = logging.getLogger("imaginebench.imagination")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Fine-tuning settings.
+
+    Attributes:
+        steps: optimiser steps (in total, counting steps done before a resume).
+        batch_size: sequences per step.
+        lr: learning rate of the backbone (LoRA or full); ``None``: 5e-4 (LoRA) / 1e-4 (full).
+        adapter_lr: learning rate of the new numeric layers (embeddings and heads).
+        weight_decay: AdamW weight decay.
+        warmup_steps: linear warm-up, then cosine decay to 10% of the rate.
+        grad_clip: global gradient-norm clip (0 disables it).
+        task_weights: sampling weights of the four tasks (rollout, dynamics, consequence,
+            explanation).
+        loss_weights: weights of the ``state``, ``action`` and ``text`` losses.
+        max_rollout_steps: longer episodes are cut to a random window of this many steps
+            (rollout and explanation examples).
+        val_episodes: held-out episodes (at most 20% of the data).
+        val_examples: validation examples per task.
+        eval_every: steps between validations (and the end).
+        checkpoint_every: steps between checkpoints (and the end).
+        log_every: steps between training-log lines.
+        seed: seed of the split, example sampling and initialisation.
+        bf16: bfloat16 autocast (CPU with AMX or CUDA); faster, numerics not validated.
+        threads: ``torch.set_num_threads`` (``None``: leave as is).
+    """
+
+    steps: int = 1000
+    batch_size: int = 8
+    lr: float | None = None
+    adapter_lr: float = 1e-3
+    weight_decay: float = 0.0
+    warmup_steps: int = 20
+    grad_clip: float = 1.0
+    task_weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
+    loss_weights: Mapping[str, float] = field(default_factory=lambda: {"state": 1.0, "action": 1.0, "text": 1.0})
+    max_rollout_steps: int = 64
+    val_episodes: int = 64
+    val_examples: int = 32
+    eval_every: int = 100
+    checkpoint_every: int = 250
+    log_every: int = 10
+    seed: int = 0
+    bf16: bool = False
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "max_rollout_steps", "eval_every", "checkpoint_every", "log_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if len(self.task_weights) != len(TASKS) or min(self.task_weights) < 0 or sum(self.task_weights) <= 0:
+            raise ValueError(f"task_weights needs {len(TASKS)} non-negative weights ({', '.join(TASKS)}), "
+                             f"got {self.task_weights}.")
+
+    def learning_rate(self, lora: bool) -> float:
+        return self.lr if self.lr is not None else (5e-4 if lora else 1e-4)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["loss_weights"] = dict(self.loss_weights)
+        d["task_weights"] = list(self.task_weights)
+        return d
+
+
+@dataclass
+class FinetuneResult:
+    """What a fine-tuning run did (also written to the checkpoint and the log)."""
+
+    checkpoint: Path
+    steps_done: int
+    steps_run: int
+    seconds: float
+    steps_per_second: float
+    peak_rss_mb: float
+    val_losses: dict[str, dict[str, float]]
+    train_loss_first: float | None
+    train_loss_last: float | None
+    parameters: dict[str, int]
+
+
+def data_spec(dataset: EpisodeDataset) -> tuple[int, bool, int]:
+    """``(state_dim, discrete_actions, action_dim)`` of a dataset (metadata first, then arrays)."""
+    md = dataset.metadata
+    discrete = bool(md.get("discrete_actions", dataset.discrete_actions))
+    if "action_dim" in md:
+        action_dim = int(md["action_dim"])
+    elif discrete:
+        action_dim = int(dataset.actions.max(initial=0)) + 1
+    else:
+        action_dim = int(dataset.actions.shape[1])
+    return dataset.state_dim, discrete, action_dim
+
+
+def _episodes(dataset: EpisodeDataset) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    return [(ep.instruction, np.asarray(ep.states, np.float32), np.asarray(ep.actions)) for ep in dataset if len(ep)]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (MB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class _Sampler:
+    def __init__(self, builder: SequenceBuilder, episodes: list, cfg: TrainConfig) -> None:
+        self.builder, self.episodes, self.cfg = builder, episodes, cfg
+        w = np.asarray(cfg.task_weights, np.float64)
+        self.task_p = w / w.sum()
+
+    def example(self, rng: np.random.Generator, task: str | None = None):
+        instr, states, actions = self.episodes[int(rng.integers(len(self.episodes)))]
+        task = task or TASKS[int(rng.choice(len(TASKS), p=self.task_p))]
+        return self.builder.example(task, instr, states, actions, rng, self.cfg.max_rollout_steps)
+
+
+def _schedule(cfg: TrainConfig):
+    def factor(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        span = max(1, cfg.steps - cfg.warmup_steps)
+        progress = min(1.0, (step - cfg.warmup_steps) / span)
+        return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return factor
+
+
+def _optimizer(model: RolloutLM, cfg: TrainConfig) -> torch.optim.Optimizer:
+    adapters = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("lm.")]
+    backbone = [p for n, p in model.named_parameters() if p.requires_grad and n.startswith("lm.")]
+    groups = [{"params": adapters, "lr": cfg.adapter_lr}]
+    if backbone:
+        groups.append({"params": backbone, "lr": cfg.learning_rate(model.config.lora)})
+    try:
+        return torch.optim.AdamW(groups, weight_decay=cfg.weight_decay, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
+
+
+def _autocast(model: RolloutLM, enabled: bool):
+    return torch.autocast(device_type=model.device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+@torch.no_grad()
+def validate(model: RolloutLM, val_sets: Mapping[str, list], batch_size: int, loss_weights: Mapping[str, float],
+             bf16: bool = False) -> dict[str, dict[str, float]]:
+    """Mean losses per task on fixed validation examples: ``{task: {total, state, action, text}}``."""
+    was_training = model.training
+    model.eval()
+    result: dict[str, dict[str, float]] = {}
+    for task, seqs in val_sets.items():
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        for i in range(0, len(seqs), batch_size):
+            with _autocast(model, bf16):
+                out = model.losses(collate(seqs[i:i + batch_size]), loss_weights)
+            for name in ("total", "state", "action", "text"):
+                if name in out:
+                    n = len(seqs[i:i + batch_size])
+                    sums[name] = sums.get(name, 0.0) + float(out[name]) * n
+                    counts[name] = counts.get(name, 0) + n
+        result[task] = {k: sums[k] / counts[k] for k in sums}
+    model.train(was_training)
+    return result
+
+
+def finetune(
+    env_id: str,
+    real: EpisodeDataset,
+    out_dir: Path | str,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    profile: str | None = None,
+    resume: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
+    device: torch.device | str | None = None,
+) -> FinetuneResult:
+    """Fine-tune a rollout model on ``real`` and save it to ``out_dir``.
+
+    With ``resume`` (default) an existing compatible checkpoint in ``out_dir`` is continued up
+    to ``train_config.steps``; ``overwrite`` starts over.  Returns timings, peak memory and the
+    last per-task validation losses.
+    """
+    mcfg = model_config or ModelConfig()
+    tcfg = train_config or TrainConfig()
+    check_backbone(mcfg.backbone)
+    out_dir = Path(out_dir)
+    if tcfg.threads:
+        torch.set_num_threads(tcfg.threads)
+    device = torch.device(device) if device is not None else default_device()
+    state_dim, discrete, action_dim = data_spec(real)
+    episodes = _episodes(real)
+    if len(episodes) < 2:
+        raise ValueError(f"Need at least 2 non-empty episodes to fine-tune, got {len(episodes)}.")
+
+    existing = (out_dir / ckpt.META).exists()
+    resume_state = None
+    if existing and not overwrite and not resume:
+        raise FileExistsError(f"A checkpoint exists at {out_dir}; resume it (default) or pass --overwrite.")
+    if existing and resume and not overwrite:
+        meta = ckpt.read_checkpoint_meta(out_dir)
+        if ModelConfig(**meta["model"]) != mcfg:
+            raise ValueError(f"The checkpoint at {out_dir} was built with {meta['model']}, not {mcfg.to_dict()}; "
+                             "pass --overwrite to start over (or choose another --out).")
+        if meta.get("env_id") != env_id:
+            raise ValueError(f"The checkpoint at {out_dir} is for {meta.get('env_id')}, not {env_id}.")
+        model, meta = ckpt.load_checkpoint(out_dir, device=device)
+        resume_state = ckpt.load_resume_state(out_dir)
+        start = int(meta.get("step", 0))
+        history = list(meta.get("val_history", []))
+    else:
+        torch.manual_seed(tcfg.seed)
+        backbone = load_backbone(mcfg.backbone, num_layers=mcfg.num_layers)
+        model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, Normaliser.fit(real.states)).to(device)
+        start, history = 0, []
+        if overwrite and existing:
+            for name in (ckpt.OPTIMIZER, ckpt.LOG):
+                (out_dir / name).unlink(missing_ok=True)
+
+    # Split: a fixed permutation, so a resumed run holds out the same episodes.
+    order = np.random.default_rng(tcfg.seed).permutation(len(episodes))
+    n_val = min(tcfg.val_episodes, len(episodes) // 5) if len(episodes) >= 5 else 1
+    val_eps = [episodes[i] for i in order[:n_val]]
+    train_eps = [episodes[i] for i in order[n_val:]]
+    builder = SequenceBuilder(model.tokenizer, state_dim, discrete, action_dim)
+    val_rng = np.random.default_rng([tcfg.seed, 1])
+    val_sampler = _Sampler(builder, val_eps, tcfg)
+    val_sets = {task: [val_sampler.example(val_rng, task) for _ in range(tcfg.val_examples)] for task in TASKS}
+    sampler = _Sampler(builder, train_eps, tcfg)
+
+    model.train()
+    optimizer = _optimizer(model, tcfg)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(tcfg))
+    rng = np.random.default_rng([tcfg.seed, 2])
+    if resume_state is not None:
+        optimizer.load_state_dict(resume_state["optimizer"])
+        scheduler.load_state_dict(resume_state["scheduler"])
+        rng.bit_generator.state = resume_state["numpy_rng"]
+        torch.set_rng_state(resume_state["torch_rng"])
+
+    meta_base = {"env_id": env_id, "profile": profile, "train": tcfg.to_dict(),
+                 "data": {"episodes": len(real), "train_episodes": len(train_eps), "val_episodes": len(val_eps),
+                          "dataset": dict(real.metadata)}}
+
+    def save(step: int) -> None:
+        state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                 "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+        ckpt.save_checkpoint(out_dir, model, {**meta_base, "step": step, "val_history": history}, state)
+
+    first_loss = last_loss = None
+    val: dict[str, dict[str, float]] = history[-1]["val"] if history else {}
+    t0 = time.perf_counter()
+    steps_run = 0
+    bar = tqdm(range(start, tcfg.steps), desc=f"fine-tune {mcfg.backbone}", unit="step", disable=not progress,
+               initial=0, total=max(0, tcfg.steps - start))
+    for step in bar:
+        batch = collate([sampler.example(rng) for _ in range(tcfg.batch_size)])
+        with _autocast(model, tcfg.bf16):
+            out = model.losses(batch, tcfg.loss_weights)
+        optimizer.zero_grad(set_to_none=True)
+        out["total"].backward()
+        if tcfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], tcfg.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        steps_run += 1
+        loss = float(out["total"].detach())
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"Training loss became {loss} at step {step + 1}; lower the learning rate.")
+        first_loss = loss if first_loss is None else first_loss
+        last_loss = loss
+        done = step + 1
+        record = {"step": done, "loss": loss, **{k: float(v.detach()) for k, v in out.items()
+                                                 if k in ("state", "action", "text")}}
+        bar.set_postfix(loss=f"{loss:.3f}")
+        if done % tcfg.log_every == 0:
+            ckpt.append_log(out_dir, {"kind": "train", **record,
+                                      "lr": scheduler.get_last_lr()[-1], "seconds": time.perf_counter() - t0})
+        if done % tcfg.eval_every == 0 or done == tcfg.steps:
+            val = validate(model, val_sets, tcfg.batch_size, tcfg.loss_weights, tcfg.bf16)
+            history.append({"step": done, "val": val})
+            ckpt.append_log(out_dir, {"kind": "val", "step": done, "val": val})
+            logger.info("step %d validation: %s", done, {k: round(v["total"], 4) for k, v in val.items()})
+        if done % tcfg.checkpoint_every == 0 or done == tcfg.steps:
+            save(done)
+    bar.close()
+    seconds = time.perf_counter() - t0
+    if steps_run == 0 and not (out_dir / ckpt.META).exists():
+        save(start)
+    return FinetuneResult(
+        checkpoint=out_dir, steps_done=max(start, tcfg.steps) if steps_run else start, steps_run=steps_run,
+        seconds=seconds, steps_per_second=steps_run / seconds if steps_run and seconds > 0 else 0.0,
+        peak_rss_mb=peak_rss_mb(), val_losses=val, train_loss_first=first_loss, train_loss_last=last_loss,
+        parameters=model.parameter_counts(),
+    )

@@ -1,0 +1,102 @@
+"""The imagination stage end to end, as the CLI runs it: train, generate, quality.
+
+Sizes come from the profile (``lm_steps``, ``lm_batch_size``, ``imaginary_episodes``, ...);
+arguments override them.  Paths: the real data from :func:`imaginebench.data.load_real`,
+checkpoints under ``<data home>/models/rollout-lm/<env>/<profile>/<backbone>/``, imaginary
+datasets at ``dataset_path(env, "imaginary", level, profile)`` with their quality JSON beside.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from imaginebench.config import get_profile
+from imaginebench.domains.base import choice_error
+
+
+def _levels(level: str | Sequence[str] | None) -> tuple[str, ...]:
+    from imaginebench.imagination.generate import IMAGINARY_LEVELS
+
+    if level is None or level == "all":
+        return IMAGINARY_LEVELS
+    levels = (level,) if isinstance(level, str) else tuple(level)
+    for lv in levels:
+        if lv not in IMAGINARY_LEVELS:
+            raise choice_error("imaginary level", lv, (*IMAGINARY_LEVELS, "all"))
+    return levels
+
+
+def checkpoint_dir(env_id: str, profile: str | None, backbone: str | None, checkpoint: str | Path | None) -> Path:
+    from imaginebench.imagination.checkpoint import default_checkpoint_dir
+
+    if checkpoint is not None:
+        return Path(checkpoint).expanduser()
+    return default_checkpoint_dir(env_id, profile, backbone or get_profile(profile).lm_backbone)
+
+
+def train(env_id: str, profile: str | None = None, backbone: str | None = None, lora: bool = True,
+          steps: int | None = None, num_layers: int | None = None, batch_size: int | None = None,
+          lr: float | None = None, out: str | Path | None = None, overwrite: bool = False, resume: bool = True,
+          bf16: bool = False, threads: int | None = None, seed: int = 0, progress: bool = True,
+          device: str | None = None, **train_overrides: Any):
+    """Fine-tune the rollout model on ``env_id``'s real train data; returns a ``FinetuneResult``."""
+    from imaginebench.data.hub import load_real
+    from imaginebench.envs.registry import env_spec
+    from imaginebench.imagination.backbones import check_backbone
+    from imaginebench.imagination.finetune import TrainConfig, finetune
+    from imaginebench.imagination.model import ModelConfig
+
+    env_id = env_spec(env_id).env_id
+    prof = get_profile(profile)
+    backbone = check_backbone(backbone or prof.lm_backbone)
+    real = load_real(env_id, "train", prof.name)
+    mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers)
+    settings: dict[str, Any] = {
+        "steps": steps if steps is not None else prof.lm_steps,
+        "batch_size": batch_size if batch_size is not None else prof.lm_batch_size,
+        "lr": lr, "eval_every": prof.lm_eval_every, "checkpoint_every": prof.lm_checkpoint_every,
+        "val_episodes": prof.lm_val_episodes, "bf16": bf16, "threads": threads, "seed": seed,
+    }
+    settings.update(train_overrides)
+    tcfg = TrainConfig(**settings)
+    folder = checkpoint_dir(env_id, prof.name, backbone, out)
+    return finetune(env_id, real, folder, mcfg, tcfg, profile=prof.name, resume=resume, overwrite=overwrite,
+                    progress=progress, device=device)
+
+
+def generate(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,
+             backbone: str | None = None, checkpoint: str | Path | None = None, episodes: int | None = None,
+             temperature: float = 1.0, batch_size: int | None = None, seed: int = 1, filter_invalid: bool = False,
+             overwrite: bool = False, bf16: bool = False, threads: int | None = None, progress: bool = True,
+             device: str | None = None, max_steps: int | None = None) -> list:
+    """Imagine rollouts for each level (default rephrase, easy, hard); returns ``GenerateResult`` s."""
+    import torch
+
+    from imaginebench.envs.registry import env_spec
+    from imaginebench.imagination.checkpoint import load_checkpoint, train_command
+    from imaginebench.imagination.generate import GenerateConfig, generate_level
+
+    env_id = env_spec(env_id).env_id
+    prof = get_profile(profile)
+    levels = _levels(level)
+    if threads:
+        torch.set_num_threads(threads)
+    folder = checkpoint_dir(env_id, prof.name, backbone, checkpoint)
+    model, meta = load_checkpoint(folder, device=device,
+                                  train_hint=train_command(env_id, prof.name, backbone or prof.lm_backbone))
+    cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
+                         bf16=bf16, max_steps=max_steps)
+    return [generate_level(env_id, lv, model, meta, folder, profile=prof.name, episodes=episodes, cfg=cfg,
+                           filter_invalid=filter_invalid, overwrite=overwrite, progress=progress)
+            for lv in levels]
+
+
+def quality(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,
+            tolerance: float | None = None, progress: bool = True) -> list[dict[str, Any]]:
+    """Quality reports of the stored imaginary datasets (also written beside them as JSON)."""
+    from imaginebench.envs.registry import env_spec
+    from imaginebench.imagination.quality import dataset_quality
+
+    env_id = env_spec(env_id).env_id
+    return [dataset_quality(env_id, lv, profile, tolerance=tolerance, progress=progress) for lv in _levels(level)]

@@ -1,0 +1,219 @@
+"""Quality of imaginary rollouts (SPEC §6): consistency, transition correctness, legality.
+
+* **consistency** — fraction of rollouts whose goal holds at some step, by the domain's
+  success test (recomputed here with ``domain.score_rollout``, not read from the file);
+* **transition correctness** — fraction of generated transitions ``(s, a, s')`` for which
+  the simulator, put into ``s`` (``env.set_state``) and stepped with ``a``, lands within
+  :data:`TRANSITION_TOLERANCE` of ``s'`` (max absolute difference over state dims);
+* **legality** — fraction of generated states (``s_1 .. s_T``; ``s_0`` is real) that
+  ``domain.is_legal`` accepts.
+
+Rollout-level rates (all transitions correct / all states legal) drive the optional filter.
+Reports are stored as JSON beside the dataset (``imaginary-<level>.quality.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from imaginebench.data.dataset import Episode, EpisodeDataset
+
+TRANSITION_TOLERANCE: Mapping[str, float] = {
+    "CLEVR-v0": 0.05,
+    "BabyAI-v0": 0.5,
+    "MetaWorld-v0": 0.02,
+    "LIBERO-v0": 0.02,
+    "HalfCheetah-v0": 0.5,
+}
+"""Largest |simulated - generated| over state dims for a transition to count as correct.
+
+CLEVR: one ball radius (a push moves a ball 0.15).  BabyAI: integer cells/codes, so 0.5
+means "equal after rounding".  Meta-World / LIBERO: 2 cm in positions (provisional: not yet
+checked against imagined data).  HalfCheetah: joint angles/velocities (provisional).
+"""
+
+
+def transition_tolerance(env_id: str) -> float:
+    from imaginebench.envs.registry import env_spec
+
+    return float(TRANSITION_TOLERANCE.get(env_spec(env_id).env_id, 0.05))
+
+
+@dataclass
+class QualityReport:
+    """Quality numbers of one level's rollouts (rates in [0, 1])."""
+
+    env_id: str
+    level: str
+    episodes: int
+    transitions: int
+    consistency: float
+    transition_correctness: float
+    legality: float
+    rollouts_transitions_ok: float
+    rollouts_legal: float
+    mean_length: float
+    mean_transition_error: float
+    tolerance: float
+    by_family: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Checks:
+    """Per-rollout results behind a :class:`QualityReport`."""
+
+    report: QualityReport
+    success: np.ndarray
+    transitions_ok: np.ndarray
+    legal: np.ndarray
+
+
+def _legal(domain: Any, state: np.ndarray) -> bool:
+    if not np.all(np.isfinite(state)):
+        return False
+    try:
+        return bool(domain.is_legal(state))
+    except (ValueError, IndexError, KeyError):
+        return False
+
+
+def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | EpisodeDataset,
+                   tolerance: float | None = None, progress: bool = False) -> Checks:
+    """Score ``episodes`` of ``level`` with the domain's functions and the simulator."""
+    from imaginebench.envs.registry import make
+
+    tol = transition_tolerance(env_id) if tolerance is None else float(tolerance)
+    env = make(env_id, level=level, encode_instruction=False)
+    sim = env.unwrapped
+    domain = sim.domain
+    eps = list(episodes)
+    n = len(eps)
+    success = np.zeros(n, bool)
+    trans_ok = np.zeros(n, bool)
+    legal_ok = np.zeros(n, bool)
+    n_trans = n_trans_ok = n_states = n_legal = 0
+    errors: list[float] = []
+    fam: dict[str, list[float]] = defaultdict(list)
+    try:
+        for i, ep in enumerate(tqdm(eps, desc=f"quality {level}", unit="rollout", disable=not progress)):
+            task = domain.task(ep.task, level=level)
+            states = np.asarray(ep.states, np.float64)
+            if len(ep):
+                try:
+                    _, succ = domain.score_rollout(task, states, ep.actions)
+                    success[i] = bool(succ.any())
+                except (ValueError, FloatingPointError):
+                    success[i] = False
+            env.reset(seed=i, options={"task": task.name})
+            ok_all = legal_all = True
+            for t in range(len(ep)):
+                s, s2 = states[t], states[t + 1]
+                good = False
+                if np.all(np.isfinite(s)) and np.all(np.isfinite(s2)):
+                    try:
+                        sim.set_state(s)
+                        _, _, _, _, info = sim.step(ep.actions[t])
+                        err = float(np.max(np.abs(np.asarray(info["state"], np.float64) - s2)))
+                        errors.append(err)
+                        good = err <= tol
+                    except (ValueError, IndexError, RuntimeError):
+                        good = False
+                n_trans += 1
+                n_trans_ok += good
+                ok_all &= good
+                leg = _legal(domain, s2)
+                n_states += 1
+                n_legal += leg
+                legal_all &= leg
+            trans_ok[i], legal_ok[i] = ok_all, legal_all
+            fam[task.family].append(float(success[i]))
+    finally:
+        env.close()
+
+    def rate(a: float, b: int) -> float:
+        return float(a) / b if b else math.nan
+
+    report = QualityReport(
+        env_id=env_id, level=level, episodes=n, transitions=n_trans,
+        consistency=rate(success.sum(), n), transition_correctness=rate(n_trans_ok, n_trans),
+        legality=rate(n_legal, n_states), rollouts_transitions_ok=rate(trans_ok.sum(), n),
+        rollouts_legal=rate(legal_ok.sum(), n), mean_length=rate(sum(len(e) for e in eps), n),
+        mean_transition_error=float(np.mean(errors)) if errors else math.nan, tolerance=tol,
+        by_family={k: {"episodes": len(v), "consistency": float(np.mean(v))} for k, v in sorted(fam.items())},
+    )
+    return Checks(report=report, success=success, transitions_ok=trans_ok, legal=legal_ok)
+
+
+def filter_episodes(episodes: Sequence[Episode], checks: Checks) -> list[Episode]:
+    """Keep rollouts whose states are all legal and whose transitions are all correct."""
+    keep = checks.transitions_ok & checks.legal
+    return [ep for ep, k in zip(episodes, keep) if k]
+
+
+def quality_path(dataset_file: Path | str) -> Path:
+    """``imaginary-<level>.npz`` -> ``imaginary-<level>.quality.json`` (same folder)."""
+    p = Path(dataset_file)
+    return p.with_name(p.stem + ".quality.json")
+
+
+def write_quality(path: Path, report: Mapping[str, Any]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(dict(report), fh, indent=1, default=float)
+    os.replace(tmp, path)
+    return path
+
+
+def dataset_quality(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
+                    progress: bool = True, save: bool = True) -> dict[str, Any]:
+    """Score the stored imaginary dataset of ``level`` and (by default) write its JSON report."""
+    from imaginebench.data.hub import dataset_path, imagine_command
+    from imaginebench.data.storage import load_dataset
+
+    path = dataset_path(env_id, "imaginary", level, profile)
+    if not path.exists():
+        raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}. "
+                                f"Build it with: {imagine_command(env_id, level, profile)}")
+    ds = load_dataset(path)
+    report = check_rollouts(env_id, level, ds, tolerance=tolerance, progress=progress).report.to_dict()
+    old = quality_path(path)
+    if old.exists():
+        previous = json.loads(old.read_text())
+        for key in ("throughput", "sampling", "checkpoint", "backbone"):
+            if key in previous:
+                report[key] = previous[key]
+    report.update({"dataset": str(path), "filtered": bool(ds.metadata.get("filtered", False)),
+                   "dropped": int(ds.metadata.get("dropped", 0)), "generator": ds.metadata.get("generator"),
+                   "source": ds.metadata.get("source")})
+    if save:
+        write_quality(old, report)
+    return report
+
+
+COLUMNS = (("consistency", "consistency"), ("transition_correctness", "transition"), ("legality", "legality"))
+
+
+def format_table(reports: Iterable[Mapping[str, Any]]) -> str:
+    """A plain-text table of quality reports (percentages)."""
+    lines = [f"{'env':<16}{'level':<10}{'rollouts':>9}{'steps':>8}{'consistency':>13}{'transition':>12}"
+             f"{'legality':>10}{'dropped':>9}"]
+    for r in reports:
+        pct = [f"{100 * r[k]:.1f}" if r[k] == r[k] else "n/a" for k, _ in COLUMNS]
+        lines.append(f"{r['env_id']:<16}{r['level']:<10}{r['episodes']:>9}{r['transitions']:>8}{pct[0]:>13}"
+                     f"{pct[1]:>12}{pct[2]:>10}{r.get('dropped', 0):>9}")
+    return "\n".join(lines)

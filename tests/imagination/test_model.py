@@ -1,0 +1,165 @@
+"""The rollout model: training signal, KV-cache generation, checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from imaginebench.imagination import checkpoint as ckpt
+from imaginebench.imagination.formats import SequenceBuilder, collate
+from imaginebench.imagination.generate import GenerateConfig, imagine_batch, initial_starts
+from imaginebench.imagination.model import Normaliser
+
+from .conftest import make_model
+
+
+def _fixed_batch(model, n=4, seed=0):
+    b = SequenceBuilder(model.tokenizer, model.state_dim, model.discrete, model.action_dim)
+    rng = np.random.default_rng(seed)
+    seqs = []
+    for i, task in enumerate(["rollout", "dynamics", "consequence", "explanation"] * 2):
+        states = rng.uniform(-0.3, 0.3, (4, model.state_dim)).astype(np.float32)
+        seqs.append(b.example(task, f"push ball {i % 3} to the left", states, rng.integers(0, 40, 3), rng))
+    return collate(seqs[:n + 2])
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_losses_decrease_on_a_fixed_batch(lora):
+    model = make_model(lora=lora).train()
+    batch = _fixed_batch(model)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if lora:
+        assert sum(p.numel() for p in params) < 0.5 * sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(params, lr=3e-3)
+    first = {k: float(v.detach()) for k, v in model.losses(batch).items() if k in ("state", "action", "text", "total")}
+    for _ in range(12):
+        out = model.losses(batch)
+        opt.zero_grad()
+        out["total"].backward()
+        opt.step()
+    last = {k: float(v.detach()) for k, v in model.losses(batch).items() if k in first}
+    for k in first:
+        assert last[k] < first[k], (k, first[k], last[k])
+    assert last["total"] < 0.5 * first["total"]
+
+
+@pytest.fixture(scope="module")
+def clevr_starts():
+    pytest.importorskip("mujoco")
+    return initial_starts("CLEVR-v0", "hard", 5, seed=3)
+
+
+@pytest.fixture(scope="module")
+def clevr_domain():
+    pytest.importorskip("mujoco")
+    from imaginebench.envs.registry import load_domain
+
+    return load_domain("CLEVR-v0")
+
+
+def _generate(model, domain, starts, **kw):
+    cfg = GenerateConfig(temperature=0.0, max_steps=4, **kw)
+    return imagine_batch(model, domain, starts, cfg, torch.Generator().manual_seed(0))
+
+
+def test_kv_cache_generation_equals_recomputation(tiny_model, clevr_domain, clevr_starts):
+    cached = _generate(tiny_model, clevr_domain, clevr_starts, use_cache=True)
+    plain = _generate(tiny_model, clevr_domain, clevr_starts, use_cache=False)
+    assert [len(e) for e in cached] == [len(e) for e in plain]
+    assert sum(len(e) for e in cached) > len(cached)
+    for a, b in zip(cached, plain):
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_allclose(a.states, b.states, atol=1e-4)
+
+
+def test_batched_generation_equals_one_at_a_time(tiny_model, clevr_domain, clevr_starts):
+    together = _generate(tiny_model, clevr_domain, clevr_starts)
+    for start, ep in zip(clevr_starts, together):
+        alone = _generate(tiny_model, clevr_domain, [start])[0]
+        np.testing.assert_array_equal(alone.actions, ep.actions)
+        np.testing.assert_allclose(alone.states, ep.states, atol=1e-4)
+        assert alone.instruction == start.instruction and alone.task == start.task.name
+        np.testing.assert_array_equal(ep.states[0], start.state)
+
+
+def test_generated_rollouts_are_labelled_by_the_domain(tiny_model, clevr_domain, clevr_starts):
+    for ep in _generate(tiny_model, clevr_domain, clevr_starts):
+        task = clevr_domain.task(ep.task)
+        rewards, success = clevr_domain.score_rollout(task, ep.states, ep.actions)
+        np.testing.assert_allclose(ep.rewards, rewards, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(ep.successes, success)
+        # Stops at the first success or at the (capped) horizon.
+        assert ep.successes[-1] or len(ep) == 4
+        assert not ep.successes[:-1].any()
+        assert ep.terminals[-1] == ep.successes[-1] and ep.truncations[-1] != ep.successes[-1]
+
+
+def test_integer_state_dims_are_rounded():
+    states = np.random.default_rng(0).integers(0, 5, (50, 4)).astype(np.float32)
+    states[:, 3] += 0.5
+    norm = Normaliser.fit(states)
+    assert norm.integer.tolist() == [True, True, True, False]
+    again = Normaliser.from_dict(norm.to_dict())
+    np.testing.assert_array_equal(again.std, norm.std)
+
+
+def test_checkpoint_round_trip(tmp_path):
+    model = make_model(lora=True, seed=5)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(0.01)
+    ckpt.save_checkpoint(tmp_path / "ck", model, {"env_id": "CLEVR-v0", "step": 3})
+    loaded, meta = ckpt.load_checkpoint(tmp_path / "ck", device="cpu")
+    assert meta["step"] == 3 and meta["model"]["lora"] is True and meta["package_version"]
+    batch = _fixed_batch(model)
+    with torch.no_grad():
+        a, b = model.losses(batch), loaded.losses(batch)
+    for k in ("state", "action", "text"):
+        torch.testing.assert_close(a[k], b[k])
+
+
+def test_missing_checkpoint_names_the_train_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match="imaginebench imagine train --env CLEVR-v0"):
+        ckpt.load_checkpoint(tmp_path / "nothing", train_hint=ckpt.train_command("CLEVR-v0", "tiny", "tiny"))
+
+
+class _PointDomain:
+    """A minimal continuous-action domain (no simulator): reach x > 1."""
+
+    from imaginebench.domains.base import StepOutcome as _Out
+
+    env_id, state_dim, horizon, discrete_actions, action_dim = "Point-v0", 3, 6, False, 2
+
+    def task_horizon(self, task):
+        return self.horizon
+
+    def initial_progress(self, task, state):
+        return np.zeros(0)
+
+    def outcome(self, task, s, a, s2, progress):
+        return self._Out(success=bool(s2[0] > 1.0), reward=float(s2[0] - s[0]), progress=progress)
+
+
+def test_continuous_actions_train_and_generate():
+    from imaginebench.domains.base import Task
+    from imaginebench.imagination.backbones import load_backbone
+    from imaginebench.imagination.generate import Start
+    from imaginebench.imagination.model import ModelConfig, RolloutLM
+
+    rng = np.random.default_rng(0)
+    norm = Normaliser.fit(rng.normal(size=(20, 3)))
+    model = RolloutLM(load_backbone("tiny"), ModelConfig(backbone="tiny", lora=False), 3, False, 2, norm)
+    b = SequenceBuilder(model.tokenizer, 3, False, 2)
+    seqs = [b.rollout("go right", rng.normal(size=(4, 3)).astype(np.float32),
+                      rng.uniform(-1, 1, (3, 2)).astype(np.float32)) for _ in range(3)]
+    out = model.losses(collate(seqs))
+    assert out["n_action"] == 9 and out["n_state"] == 9 and torch.isfinite(out["total"])
+    task = Task("right", "reach", "train", instructions=("go right",))
+    starts = [Start(task, "go right", np.zeros(3, np.float32)), Start(task, "move right", np.ones(3, np.float32))]
+    eps = imagine_batch(model.eval(), _PointDomain(), starts, GenerateConfig(temperature=0.0),
+                        torch.Generator().manual_seed(0))
+    for ep in eps:
+        assert ep.actions.shape[1:] == (2,) and np.all(np.abs(ep.actions) <= 1.0)
+        assert ep.states.shape[1] == 3 and (ep.successes[-1] or len(ep) == 6)

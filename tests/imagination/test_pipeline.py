@@ -1,0 +1,111 @@
+"""The imagination stage end to end on CLEVR with the tiny backbone, library and CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("mujoco")
+
+import imaginebench  # noqa: E402
+from imaginebench.cli import app  # noqa: E402
+from imaginebench.data import build_real, get_dataset  # noqa: E402
+from imaginebench.imagination import pipeline  # noqa: E402
+from imaginebench.imagination.quality import check_rollouts, filter_episodes  # noqa: E402
+
+ENV = "CLEVR-v0"
+
+
+@pytest.fixture()
+def real_data():
+    build_real(ENV, "train", "tiny", episodes=60, progress=False)
+
+
+def test_real_data_scores_perfectly(real_data):
+    real, _ = get_dataset(ENV, "train", "tiny")
+    report = check_rollouts(ENV, "train", real).report
+    assert report.consistency == 1.0 and report.transition_correctness == 1.0 and report.legality == 1.0
+
+
+def test_filter_drops_exactly_the_failing_rollouts(real_data):
+    real, _ = get_dataset(ENV, "train", "tiny")
+    episodes = list(real)[:6]
+    bad_state = episodes[1].states.copy()
+    bad_state[-1, :2] = bad_state[-1, 2:4]  # red on top of blue: illegal
+    bad_move = episodes[3].states.copy()
+    bad_move[1] = bad_move[0]  # nothing moves: wrong transition (a push moves a ball ~0.15)
+    episodes[1] = replace(episodes[1], states=bad_state)
+    episodes[3] = replace(episodes[3], states=bad_move)
+    checks = check_rollouts(ENV, "train", episodes)
+    assert checks.legal.tolist() == [True, False, True, True, True, True]
+    assert checks.transitions_ok.tolist() == [True, False, True, False, True, True]
+    kept = filter_episodes(episodes, checks)
+    assert [ep.states.tobytes() for ep in kept] == [episodes[i].states.tobytes() for i in (0, 2, 4, 5)]
+    assert checks.report.rollouts_legal == pytest.approx(5 / 6)
+
+
+def test_train_generate_quality_and_load(real_data, data_home):
+    result = pipeline.train(ENV, "tiny", "tiny", lora=False, steps=6, progress=False)
+    assert result.steps_done == 6 and set(result.val_losses) == {"rollout", "dynamics", "consequence", "explanation"}
+    meta = json.loads((result.checkpoint / "checkpoint.json").read_text())
+    assert meta["package_version"] == imaginebench.__version__ and len(meta["normaliser"]["mean"]) == 10
+    assert meta["step"] == 6 and meta["val_history"][-1]["step"] == 6
+
+    # Resuming continues from step 6.
+    again = pipeline.train(ENV, "tiny", "tiny", lora=False, steps=8, progress=False)
+    assert again.steps_run == 2 and again.steps_done == 8
+
+    results = pipeline.generate(ENV, "tiny", backbone="tiny", episodes=6, batch_size=4, max_steps=12,
+                                progress=False)
+    assert [r.level for r in results] == ["rephrase", "easy", "hard"]
+    env = imaginebench.make(ENV, level="hard")
+    for r in results:
+        real, imaginary = get_dataset(ENV, r.level, "tiny")
+        assert imaginary is not None and len(imaginary) == 6
+        md = imaginary.metadata
+        assert md["source"] == "imaginary" and md["backbone"] == "tiny" and md["checkpoint_step"] == 8
+        assert "Generate a rollout" in md["prompt"] and md["sampling"]["temperature"] == 1.0
+        # Instructions come from the level's bank, never from the real data.
+        assert not set(imaginary.instructions) & set(real.instructions)
+        # Tasks balanced round-robin over the level's tasks.
+        tasks = imaginebench.make(ENV, level=r.level, encode_instruction=False).unwrapped.tasks
+        assert imaginary.episode_tasks() == [tasks[i % len(tasks)] for i in range(6)]
+        q = json.loads(r.path.with_name(r.path.stem + ".quality.json").read_text())
+        for key in ("consistency", "transition_correctness", "legality"):
+            assert 0.0 <= q[key] <= 1.0
+    # The env's own get_dataset sees it too.
+    _, imaginary = env.get_dataset(level="hard", profile="tiny")
+    assert imaginary is not None
+
+    reports = pipeline.quality(ENV, "tiny", "easy", progress=False)
+    assert reports[0]["level"] == "easy" and reports[0]["episodes"] == 6
+
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        pipeline.generate(ENV, "tiny", "hard", backbone="tiny", episodes=2, progress=False)
+
+
+def test_cli(real_data):
+    runner = CliRunner()
+    res = runner.invoke(app, ["imagine", "generate", "--env", ENV, "--profile", "tiny", "--backbone", "tiny"])
+    hint = "imaginebench imagine train --env CLEVR-v0 --backbone tiny --profile tiny"
+    assert res.exit_code == 1 and hint in res.output
+    res = runner.invoke(app, ["imagine", "train", "--env", ENV, "--profile", "tiny", "--backbone", "gpt-17"])
+    assert res.exit_code == 1 and "smollm2-135m, tiny" in res.output
+    res = runner.invoke(app, ["imagine", "train", "--env", ENV, "--profile", "tiny", "--backbone", "tiny",
+                              "--lora", "--steps", "3"])
+    assert res.exit_code == 0, res.output
+    assert "validation explanation" in res.output
+    res = runner.invoke(app, ["imagine", "generate", "--env", ENV, "--profile", "tiny", "--backbone", "tiny",
+                              "--level", "easy", "--episodes", "4", "--temperature", "0"])
+    assert res.exit_code == 0, res.output
+    assert "consistency" in res.output and "easy" in res.output
+    res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "easy", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)[0]["level"] == "easy"
+    res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "medium"])
+    assert res.exit_code == 1 and "rephrase, easy, hard, all" in res.output
+    res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "hard"])
+    assert res.exit_code == 1 and "imaginebench imagine generate" in res.output
