@@ -70,7 +70,7 @@ def run_one(args: argparse.Namespace) -> dict:
         opt.step()
     train_s = time.perf_counter() - t0
     train_rss = peak_rss_mb()
-    model.eval()
+    model.eval().merge_lora()
     starts = initial_starts("CLEVR-v0", "hard", args.rollouts, seed=0)
     cfg = GenerateConfig(temperature=0.0, batch_size=args.gen_batch, max_steps=args.gen_steps, bf16=args.bf16)
     imagine(model, domain, starts[: min(4, len(starts))], cfg, progress=False)  # warm-up

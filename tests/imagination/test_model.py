@@ -163,3 +163,18 @@ def test_continuous_actions_train_and_generate():
     for ep in eps:
         assert ep.actions.shape[1:] == (2,) and np.all(np.abs(ep.actions) <= 1.0)
         assert ep.states.shape[1] == 3 and (ep.successes[-1] or len(ep) == 6)
+
+
+def test_merging_lora_keeps_generation(clevr_domain, clevr_starts):
+    model = make_model(lora=True, seed=2)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    before = _generate(model, clevr_domain, clevr_starts)
+    after = _generate(model.merge_lora(), clevr_domain, clevr_starts)
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_allclose(a.states, b.states, atol=1e-4)
+    with pytest.raises(RuntimeError, match="merged"):
+        model.trainable_state()

@@ -258,8 +258,17 @@ class RolloutLM(nn.Module):
         out["total"] = total
         return out
 
+    def merge_lora(self) -> "RolloutLM":
+        """Fold LoRA weights into the backbone for faster inference (no more training/saving)."""
+        if hasattr(self.lm, "merge_and_unload"):
+            self.lm = self.lm.merge_and_unload()
+            self._merged = True
+        return self
+
     def trainable_state(self) -> dict[str, torch.Tensor]:
         """Tensors a checkpoint must hold: everything trainable (all of a random backbone)."""
+        if getattr(self, "_merged", False):
+            raise RuntimeError("This model's LoRA weights were merged for inference; it cannot be saved.")
         keep = {n for n, p in self.named_parameters() if p.requires_grad or not self.backbone_pretrained}
         return {n: p.detach() for n, p in self.named_parameters() if n in keep}
 

@@ -85,6 +85,7 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     folder = checkpoint_dir(env_id, prof.name, backbone, checkpoint)
     model, meta = load_checkpoint(folder, device=device,
                                   train_hint=train_command(env_id, prof.name, backbone or prof.lm_backbone))
+    model.merge_lora()  # generation only: fold LoRA into the weights (same outputs, fewer matmuls)
     cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
                          bf16=bf16, max_steps=max_steps)
     return [generate_level(env_id, lv, model, meta, folder, profile=prof.name, episodes=episodes, cfg=cfg,
