@@ -70,6 +70,7 @@ def run_one(args: argparse.Namespace) -> dict:
         opt.step()
     train_s = time.perf_counter() - t0
     train_rss = peak_rss_mb()
+    parameters = model.parameter_counts()  # before merging: LoRA tensors count as trainable
     model.eval().merge_lora()
     starts = initial_starts("CLEVR-v0", "hard", args.rollouts, seed=0)
     cfg = GenerateConfig(temperature=0.0, batch_size=args.gen_batch, max_steps=args.gen_steps, bf16=args.bf16)
@@ -81,7 +82,7 @@ def run_one(args: argparse.Namespace) -> dict:
         "train_s_per_step": train_s / args.train_steps, "train_positions_per_s": float(positions / train_s),
         "peak_rss_mb_train": train_rss, "imagined_steps_per_s": gen["steps_per_second"],
         "imagined_steps": gen["imagined_steps"], "gen_batch": args.gen_batch, "rollouts": args.rollouts,
-        "parameters": model.parameter_counts(), "peak_rss_mb": peak_rss_mb(),
+        "parameters": parameters, "peak_rss_mb": peak_rss_mb(),
     }
 
 

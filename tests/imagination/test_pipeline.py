@@ -109,3 +109,40 @@ def test_cli(real_data):
     assert res.exit_code == 1 and "rephrase, easy, hard, all" in res.output
     res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "hard"])
     assert res.exit_code == 1 and "imaginebench imagine generate" in res.output
+
+
+def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
+    from imaginebench.data.hub import dataset_path
+    from imaginebench.data.storage import load_dataset, save_dataset
+    from imaginebench.data.dataset import EpisodeDataset
+    from imaginebench.imagination.quality import unfiltered_path
+
+    real, _ = get_dataset(ENV, "train", "tiny")
+    episodes = list(real)[:5]
+    bad = episodes[2].states.copy()
+    bad[-1, :2] = bad[-1, 2:4]  # two balls on one spot: illegal
+    episodes[2] = replace(episodes[2], states=bad)
+    path = dataset_path(ENV, "imaginary", "rephrase", "tiny")
+    save_dataset(EpisodeDataset.from_episodes(episodes, metadata={"source": "imaginary"}, state_dim=10), path)
+    original = path.read_bytes()
+
+    report = pipeline.quality(ENV, "tiny", "rephrase", progress=False, filter_invalid=True)[0]
+    assert report["dropped"] == 1 and report["kept"] == 4 and report["episodes"] == 5
+    assert unfiltered_path(path).read_bytes() == original  # nothing already written is lost
+    filtered = load_dataset(path)
+    assert len(filtered) == 4 and filtered.metadata["filtered"] and filtered.metadata["dropped"] == 1
+    assert [ep.states.tobytes() for ep in filtered] == [episodes[i].states.tobytes() for i in (0, 1, 3, 4)]
+    # Filtering again drops nothing more and leaves the original copy alone.
+    again = pipeline.quality(ENV, "tiny", "rephrase", progress=False, filter_invalid=True)[0]
+    assert again["kept"] == 4 and again["dropped"] == 1
+    assert unfiltered_path(path).read_bytes() == original
+
+    # All rollouts bad: one-line error, the file is not touched.
+    save_dataset(EpisodeDataset.from_episodes([episodes[2]], metadata={"source": "imaginary"}, state_dim=10),
+                 path, overwrite=True)
+    before = path.read_bytes()
+    runner = CliRunner()
+    res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase",
+                              "--filter"])
+    assert res.exit_code == 1 and "drop all 1" in res.output and "Traceback" not in res.output
+    assert path.read_bytes() == before

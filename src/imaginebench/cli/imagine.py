@@ -103,11 +103,13 @@ def imagine_quality(
     profile: Optional[str] = ProfileOpt,
     level: str = LevelOpt,
     tolerance: Optional[float] = typer.Option(None, "--tolerance", help="Transition tolerance (default: per domain)."),
+    filter_invalid: bool = typer.Option(False, "--filter", help="Drop rollouts with an illegal state or a wrong "
+                                        "transition (originals kept as imaginary-<level>.unfiltered.npz)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Score stored imaginary rollouts: consistency, transition correctness, legality."""
     from imaginebench.imagination.pipeline import quality
     from imaginebench.imagination.quality import format_table
 
-    reports = quality(env, profile, level, tolerance=tolerance)
+    reports = quality(env, profile, level, tolerance=tolerance, filter_invalid=filter_invalid)
     typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))

@@ -94,10 +94,16 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
 
 
 def quality(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,
-            tolerance: float | None = None, progress: bool = True) -> list[dict[str, Any]]:
-    """Quality reports of the stored imaginary datasets (also written beside them as JSON)."""
+            tolerance: float | None = None, progress: bool = True,
+            filter_invalid: bool = False) -> list[dict[str, Any]]:
+    """Quality reports of the stored imaginary datasets (also written beside them as JSON).
+
+    With ``filter_invalid`` the datasets are filtered in place (originals kept as
+    ``imaginary-<level>.unfiltered.npz``); see :func:`~imaginebench.imagination.quality.filter_dataset`.
+    """
     from imaginebench.envs.registry import env_spec
-    from imaginebench.imagination.quality import dataset_quality
+    from imaginebench.imagination.quality import dataset_quality, filter_dataset
 
     env_id = env_spec(env_id).env_id
-    return [dataset_quality(env_id, lv, profile, tolerance=tolerance, progress=progress) for lv in _levels(level)]
+    score = filter_dataset if filter_invalid else dataset_quality
+    return [score(env_id, lv, profile, tolerance=tolerance, progress=progress) for lv in _levels(level)]

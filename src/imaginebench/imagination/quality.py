@@ -205,6 +205,58 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     return report
 
 
+def unfiltered_path(dataset_file: Path | str) -> Path:
+    """``imaginary-<level>.npz`` -> ``imaginary-<level>.unfiltered.npz`` (same folder)."""
+    p = Path(dataset_file)
+    return p.with_name(p.stem + ".unfiltered.npz")
+
+
+def filter_dataset(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
+                   progress: bool = True) -> dict[str, Any]:
+    """Drop the stored imaginary rollouts of ``level`` with an illegal state or a wrong transition.
+
+    The dataset file is replaced by the kept rollouts (metadata ``filtered``, ``dropped``,
+    ``generated``); the original is kept beside it as ``imaginary-<level>.unfiltered.npz``.
+    Filtering an already filtered dataset drops nothing new.  Returns the quality report of
+    the rollouts before filtering, with ``dropped`` and ``kept`` (also written as JSON).
+    """
+    from imaginebench.data.hub import dataset_path, imagine_command
+    from imaginebench.data.storage import load_dataset, save_dataset
+
+    path = dataset_path(env_id, "imaginary", level, profile)
+    if not path.exists():
+        raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}. "
+                                f"Build it with: {imagine_command(env_id, level, profile)}")
+    ds = load_dataset(path)
+    episodes = list(ds)
+    checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress)
+    kept = filter_episodes(episodes, checks)
+    if not kept:
+        raise ValueError(f"Filtering would drop all {len(episodes)} imaginary {level} rollouts in {path}; "
+                         "the file is left as it is. Train the rollout model longer and generate again.")
+    already = bool(ds.metadata.get("filtered", False))
+    dropped = len(episodes) - len(kept) + (int(ds.metadata.get("dropped", 0)) if already else 0)
+    if not already:
+        save_dataset(ds, unfiltered_path(path), overwrite=True)
+    metadata = {**ds.metadata, "filtered": True, "dropped": dropped, "episodes": len(kept),
+                "generated": int(ds.metadata.get("generated", len(episodes)))}
+    action_shape = tuple(ds.actions.shape[1:])
+    save_dataset(type(ds).from_episodes(kept, metadata=metadata, state_dim=ds.states.shape[1],
+                                        action_shape=action_shape), path, overwrite=True)
+    report = checks.report.to_dict()
+    old = quality_path(path)
+    if old.exists():
+        previous = json.loads(old.read_text())
+        for key in ("throughput", "sampling", "checkpoint", "backbone"):
+            if key in previous:
+                report[key] = previous[key]
+    original = unfiltered_path(path)
+    report.update({"dataset": str(path), "filtered": True, "dropped": dropped, "kept": len(kept),
+                   "unfiltered_dataset": str(original) if original.exists() else None})
+    write_quality(old, report)
+    return report
+
+
 COLUMNS = (("consistency", "consistency"), ("transition_correctness", "transition"), ("legality", "legality"))
 
 
