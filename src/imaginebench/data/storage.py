@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from imaginebench.data.dataset import EpisodeDataset
+from imaginebench.fileio import atomic_path
 
 FORMAT_NAME = "imaginebench-episodes"
 SCHEMA_VERSION = 1
@@ -62,18 +61,12 @@ def save_dataset(dataset: EpisodeDataset, path: str | Path, overwrite: bool = Fa
         "instructions": list(dataset.instructions),
         "arrays": {n: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": _sha256(a)} for n, a in arrays.items()},
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             zf.writestr(_member(MANIFEST), json.dumps(manifest, indent=1))
             for name, array in arrays.items():
                 with zf.open(_member(f"{name}.npy"), "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, array, allow_pickle=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
     return path
 
 

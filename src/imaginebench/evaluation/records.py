@@ -28,13 +28,12 @@ that may differ between two runs of the same seed lives under ``timing``.
 from __future__ import annotations
 
 import json
-import os
 import platform
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 from imaginebench.config import data_home
+from imaginebench.fileio import write_json  # noqa: F401  (re-exported: records are written with it)
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
@@ -62,21 +61,6 @@ def versions() -> dict[str, str]:
         except ImportError:
             pass
     return out
-
-
-def write_json(path: Path, obj: Any) -> Path:
-    """Write ``obj`` as JSON atomically (temporary file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=False, allow_nan=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
 
 
 def read_record(path: str | Path) -> dict[str, Any]:

@@ -10,7 +10,6 @@ skipped (see :mod:`imaginebench.evaluation.records` for the layout on disk).
 from __future__ import annotations
 
 import io
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ import numpy as np
 from imaginebench.algos.registry import AlgoSpec, resolve
 from imaginebench.config import get_profile
 from imaginebench.domains.base import check_level, choice_error
+from imaginebench.fileio import atomic_path
 from imaginebench.evaluation.protocol import (
     LAST_CHECKPOINTS,
     Evaluator,
@@ -228,9 +228,8 @@ def _save_checkpoint(path: Path, algo, step: int, curve: list, sampler_rng: np.r
     state = {"step": step, "grad_step": algo.grad_step, "curve": curve, "model": buf.getvalue(),
              "sampler_rng": sampler_rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
              "elapsed": dict(elapsed), "settings": settings}
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
 
 
 def _load_checkpoint(path: Path, algo, sampler_rng: np.random.Generator) -> dict[str, Any]:

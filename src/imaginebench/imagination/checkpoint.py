@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 import torch
 
 from imaginebench.config import data_home, get_profile
+from imaginebench.fileio import atomic_path
 
 FORMAT = "imaginebench-rollout-lm"
 SCHEMA_VERSION = 1
@@ -53,14 +53,8 @@ def train_command(env_id: str, profile: str | None, backbone: str) -> str:
 
 
 def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_path(path) as tmp:
+        write(str(tmp))
 
 
 def save_checkpoint(folder: Path, model: Any, meta: Mapping[str, Any],

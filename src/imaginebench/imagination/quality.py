@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +25,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.fileio import write_json
 
 TRANSITION_TOLERANCE: Mapping[str, float] = {
     "CLEVR-v0": 0.05,
@@ -170,13 +169,7 @@ def quality_path(dataset_file: Path | str) -> Path:
 
 
 def write_quality(path: Path, report: Mapping[str, Any]) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(dict(report), fh, indent=1, default=float)
-    os.replace(tmp, path)
-    return path
+    return write_json(path, dict(report))
 
 
 def dataset_quality(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,

