@@ -172,6 +172,13 @@ def write_quality(path: Path, report: Mapping[str, Any]) -> Path:
     return write_json(path, dict(report))
 
 
+def _keep_generation_facts(report_file: Path, report: dict[str, Any]) -> None:
+    """Copy what only generation knew (throughput, sampling, checkpoint) from an earlier report."""
+    if report_file.exists():
+        previous = json.loads(report_file.read_text())
+        report.update({k: previous[k] for k in ("throughput", "sampling", "checkpoint", "backbone") if k in previous})
+
+
 def dataset_quality(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
                     progress: bool = True, save: bool = True) -> dict[str, Any]:
     """Score the stored imaginary dataset of ``level`` and (by default) write its JSON report."""
@@ -185,11 +192,7 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     ds = load_dataset(path)
     report = check_rollouts(env_id, level, ds, tolerance=tolerance, progress=progress).report.to_dict()
     old = quality_path(path)
-    if old.exists():
-        previous = json.loads(old.read_text())
-        for key in ("throughput", "sampling", "checkpoint", "backbone"):
-            if key in previous:
-                report[key] = previous[key]
+    _keep_generation_facts(old, report)
     report.update({"dataset": str(path), "filtered": bool(ds.metadata.get("filtered", False)),
                    "dropped": int(ds.metadata.get("dropped", 0)), "generator": ds.metadata.get("generator"),
                    "source": ds.metadata.get("source")})
@@ -238,11 +241,7 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
                                         action_shape=action_shape), path, overwrite=True)
     report = checks.report.to_dict()
     old = quality_path(path)
-    if old.exists():
-        previous = json.loads(old.read_text())
-        for key in ("throughput", "sampling", "checkpoint", "backbone"):
-            if key in previous:
-                report[key] = previous[key]
+    _keep_generation_facts(old, report)
     original = unfiltered_path(path)
     report.update({"dataset": str(path), "filtered": True, "dropped": dropped, "kept": len(kept),
                    "unfiltered_dataset": str(original) if original.exists() else None})
