@@ -47,7 +47,7 @@ def test_filter_drops_exactly_the_failing_rollouts(real_data):
     assert checks.report.rollouts_legal == pytest.approx(5 / 6)
 
 
-def test_train_generate_quality_and_load(real_data, data_home):
+def test_train_generate_quality_and_load(real_data, data_home, monkeypatch):
     result = pipeline.train(ENV, "tiny", "tiny", lora=False, steps=6, progress=False)
     assert result.steps_done == 6 and set(result.val_losses) == {"rollout", "dynamics", "consequence", "explanation"}
     meta = json.loads((result.checkpoint / "checkpoint.json").read_text())
@@ -58,6 +58,11 @@ def test_train_generate_quality_and_load(real_data, data_home):
     again = pipeline.train(ENV, "tiny", "tiny", lora=False, steps=8, progress=False)
     assert again.steps_run == 2 and again.steps_done == 8
 
+    # A tiny random model rarely reaches a goal: let every non-empty rollout pass the honest filter
+    # here (the filter itself is tested in test_best_of_n.py).
+    from imaginebench.imagination import generate as gen
+
+    monkeypatch.setattr(gen, "honest_ok", lambda domain, ep: len(ep) > 0)
     results = pipeline.generate(ENV, "tiny", backbone="tiny", episodes=6, batch_size=4, max_steps=12,
                                 progress=False)
     assert [r.level for r in results] == ["rephrase", "easy", "hard"]
@@ -68,14 +73,20 @@ def test_train_generate_quality_and_load(real_data, data_home):
         md = imaginary.metadata
         assert md["source"] == "imaginary" and md["backbone"] == "tiny" and md["checkpoint_step"] == 8
         assert "Generate a rollout" in md["prompt"] and md["sampling"]["temperature"] == 1.0
+        assert md["filter"] == "honest" and md["oracle"] is False and md["device"] == "cpu"
+        _, unfiltered = get_dataset(ENV, r.level, "tiny", variant="unfiltered")
+        assert unfiltered is not None and len(unfiltered) == 6 and unfiltered.metadata["filter"] == "none"
+        # The step cap never cuts below what the level's tasks need (expert lengths).
+        assert all(v >= 1 for v in md["step_cap"]["floor"].values())
         # Instructions come from the level's bank, never from the real data.
         assert not set(imaginary.instructions) & set(real.instructions)
         # Tasks balanced round-robin over the level's tasks.
         tasks = imaginebench.make(ENV, level=r.level, encode_instruction=False).unwrapped.tasks
         assert imaginary.episode_tasks() == [tasks[i % len(tasks)] for i in range(6)]
         q = json.loads(r.path.with_name(r.path.stem + ".quality.json").read_text())
-        for key in ("consistency", "transition_correctness", "legality"):
-            assert 0.0 <= q[key] <= 1.0
+        for key in ("consistency", "transition_correctness", "legality", "replay_success"):
+            assert 0.0 <= q[key] <= 1.0 and 0.0 <= q["all"][key] <= 1.0
+        assert q["filter"] == "honest" and sum(v["kept"] for v in q["per_task"].values()) == 6
     # The env's own get_dataset sees it too.
     _, imaginary = env.get_dataset(level="hard", profile="tiny")
     assert imaginary is not None
@@ -99,10 +110,11 @@ def test_cli(real_data):
     assert res.exit_code == 0, res.output
     assert "validation explanation" in res.output
     res = runner.invoke(app, ["imagine", "generate", "--env", ENV, "--profile", "tiny", "--backbone", "tiny",
-                              "--level", "easy", "--episodes", "4", "--temperature", "0"])
+                              "--level", "easy", "--episodes", "4", "--temperature", "0", "--keep", "none"])
     assert res.exit_code == 0, res.output
-    assert "consistency" in res.output and "easy" in res.output
-    res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "easy", "--json"])
+    assert "consistency" in res.output and "easy" in res.output and "filter none" in res.output
+    res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "easy", "--json",
+                              "--variant", "unfiltered"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)[0]["level"] == "easy"
     res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "medium"])
@@ -131,6 +143,7 @@ def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
     assert unfiltered_path(path).read_bytes() == original  # nothing already written is lost
     filtered = load_dataset(path)
     assert len(filtered) == 4 and filtered.metadata["filtered"] and filtered.metadata["dropped"] == 1
+    assert filtered.metadata["oracle"] is True and report["oracle"] is True
     assert [ep.states.tobytes() for ep in filtered] == [episodes[i].states.tobytes() for i in (0, 1, 3, 4)]
     # Filtering again drops nothing more and leaves the original copy alone.
     again = pipeline.quality(ENV, "tiny", "rephrase", progress=False, filter_invalid=True)[0]

@@ -71,29 +71,43 @@ def imagine_generate(
     level: str = LevelOpt,
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint",
                                               help="Checkpoint folder (default: the trained one)."),
-    episodes: Optional[int] = typer.Option(None, "--episodes", help="Rollouts per level (default: the profile's)."),
+    episodes: Optional[int] = typer.Option(None, "--episodes", help="Kept rollouts per level (default: the "
+                                           "profile's)."),
     temperature: float = typer.Option(1.0, "--temperature", help="Action sampling temperature; 0 = argmax."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Rollouts per batch."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Rollouts per batch (GPU: 1024+)."),
     seed: int = typer.Option(1, "--seed", help="Seed of the initial states and of sampling."),
-    filter_invalid: bool = typer.Option(False, "--filter",
-                                        help="Drop rollouts with an illegal state or a wrong transition."),
+    keep: str = typer.Option("honest", "--keep", help="honest (default: goal reached and every state legal, by "
+                             "the domain's pure functions; no simulator), none (unfiltered), or oracle (also "
+                             "re-simulates every transition: a diagnostic that reads the simulator)."),
+    budget: float = typer.Option(16.0, "--budget", help="Best-of-N: at most this many candidates per kept "
+                                 "rollout, per task."),
+    filter_invalid: bool = typer.Option(False, "--filter", help="Old spelling of --keep oracle."),
+    stop_on_end: bool = typer.Option(True, "--stop-on-end/--no-stop-on-end",
+                                     help="End rollouts where the model's end-of-rollout output fires."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing imaginary datasets."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Cap rollouts below the task horizon."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Compute cap on rollout length (never below "
+                                            "the steps the level's tasks need)."),
+    score: bool = typer.Option(True, "--score/--no-score", help="Compute the simulator-based quality metrics now."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     bf16: bool = typer.Option(False, "--bf16"),
     threads: Optional[int] = typer.Option(None, "--threads"),
 ) -> None:
-    """Imagine rollouts for novel instructions with the fine-tuned model and save them."""
+    """Imagine rollouts for novel instructions (best-of-N per task), filter them and save them."""
     from imaginebench.imagination.pipeline import generate
     from imaginebench.imagination.quality import format_table
 
     results = generate(env, profile, level, backbone=backbone, checkpoint=checkpoint, episodes=episodes,
                        temperature=temperature, batch_size=batch_size, seed=seed, filter_invalid=filter_invalid,
-                       overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps)
+                       overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps, keep=keep,
+                       budget=budget, stop_on_end=stop_on_end, score=score, device=device)
     for r in results:
         t = r.throughput
-        typer.echo(f"{r.level}: wrote {r.episodes} rollouts to {r.path} ({r.generated} generated, {r.dropped} dropped; "
-                   f"{t['imagined_steps']} steps at {t['steps_per_second']:.0f} steps/s)")
-    typer.echo(format_table([r.quality for r in results]))
+        q = r.quality
+        typer.echo(f"{r.level}: kept {r.episodes} of {r.generated} candidates ({q['candidates_per_kept']:.1f} per kept; "
+                   f"filter {q['filter']}; {len(q['tasks_short_of_quota'])} tasks short of quota) -> {r.path}; "
+                   f"{t['imagined_steps']} steps at {t['steps_per_second']:.0f} steps/s")
+    if all(r.quality.get("scored") for r in results):
+        typer.echo(format_table([r.quality for r in results]))
 
 
 @imagine_app.command("quality")
@@ -103,13 +117,18 @@ def imagine_quality(
     profile: Optional[str] = ProfileOpt,
     level: str = LevelOpt,
     tolerance: Optional[float] = typer.Option(None, "--tolerance", help="Transition tolerance (default: per domain)."),
-    filter_invalid: bool = typer.Option(False, "--filter", help="Drop rollouts with an illegal state or a wrong "
-                                        "transition (originals kept as imaginary-<level>.unfiltered.npz)."),
+    keep: Optional[str] = typer.Option(None, "--keep", help="Filter the stored dataset in place: honest (pure "
+                                       "success + legality) or oracle (also re-simulated transitions); originals "
+                                       "kept as imaginary-<level>.unfiltered.npz."),
+    filter_invalid: bool = typer.Option(False, "--filter", help="Old spelling of --keep oracle."),
+    variant: str = typer.Option("honest", "--variant", help="Which stored dataset to score: honest, unfiltered, "
+                                "oracle."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Score stored imaginary rollouts: consistency, transition correctness, legality."""
+    """Score stored imaginary rollouts: consistency, transition correctness, legality, replay success."""
     from imaginebench.imagination.pipeline import quality
     from imaginebench.imagination.quality import format_table
 
-    reports = quality(env, profile, level, tolerance=tolerance, filter_invalid=filter_invalid)
+    reports = quality(env, profile, level, tolerance=tolerance, filter_invalid=filter_invalid, keep=keep,
+                      variant=variant)
     typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))

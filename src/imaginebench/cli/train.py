@@ -55,6 +55,9 @@ def train(
                                           "rollouts of the level's tasks (the Real upper bound)."),
     real_only: bool = typer.Option(False, "--real-only", help="Train on real data only (no imaginary rollouts) "
                                    "and evaluate on the level."),
+    imaginary: str = typer.Option("honest", "--imaginary", help="Which imaginary data: honest (default: kept by "
+                                  "the domain's pure success + legality functions), unfiltered, or oracle (also "
+                                  "checked against the simulator: a diagnostic)."),
     mix_ratio: float = typer.Option(0.5, "--mix-ratio", help="Share of each batch from imaginary (or upper-bound) "
                                     "data."),
     steps: Optional[int] = typer.Option(None, "--steps", help="Override the profile's gradient steps."),
@@ -89,7 +92,13 @@ def train(
         import torch
 
         torch.set_num_threads(threads)
-    data = "real-upper-bound" if real_upper_bound else "real" if real_only else "imaginary"
+    from imaginebench.data.hub import IMAGINARY_VARIANTS
+    from imaginebench.domains.base import choice_error
+
+    if imaginary not in IMAGINARY_VARIANTS:
+        raise choice_error("--imaginary", imaginary, IMAGINARY_VARIANTS)
+    data = ("real-upper-bound" if real_upper_bound else "real" if real_only else
+            "imaginary" if imaginary == "honest" else f"imaginary-{imaginary}")
     specs = [RunSpec(env, algo, level=level, seed=s, profile=profile, data=data, mix_ratio=mix_ratio,
                      encoder=encoder, standardize=standardize, train_steps=steps, checkpoint_every=checkpoint_every,
                      eval_episodes_per_task=eval_episodes, batch_size=batch_size,

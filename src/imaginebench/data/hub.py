@@ -6,19 +6,31 @@ Paths: ``<data home>/datasets/<env id>/<profile>/<source>-<level>.npz``, one fil
 * ``real-train``: expert rollouts of the train tasks with train phrasings (the real data);
 * ``real-<rephrase|easy|hard>``: expert rollouts of that level (the "Real" upper bound);
 * ``imaginary-<rephrase|easy|hard>``: rollouts imagined by the rollout language model.
+
+Reference imaginary datasets ship inside the package, under
+``imaginebench/reference_data/<env id>/<profile>/imaginary-<level>.npz``, each listed with its
+SHA-256 in ``reference_data/SHA256SUMS``.  :func:`load_imaginary` falls back to one of them
+when no imaginary dataset was generated under the data home; a local dataset always wins.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 from pathlib import Path
 
 from imaginebench.config import data_home, get_profile
 from imaginebench.data.dataset import SOURCES, EpisodeDataset
-from imaginebench.data.storage import load_dataset, save_dataset
+from imaginebench.data.storage import DatasetError, load_dataset, save_dataset
 from imaginebench.domains.base import check_level, choice_error
 
 logger = logging.getLogger("imaginebench.data")
+
+REFERENCE_ROOT: Path = Path(__file__).resolve().parent.parent / "reference_data"
+"""The packaged reference datasets (``imaginebench/reference_data``)."""
+REFERENCE_SUMS = "SHA256SUMS"
+"""Checksum file in :data:`REFERENCE_ROOT`: ``<sha256>  <path relative to the folder>`` lines."""
 
 
 def dataset_path(env_id: str, source: str, level: str, profile: str | None = None) -> Path:
@@ -51,26 +63,110 @@ def load_real(env_id: str, level: str = "train", profile: str | None = None) -> 
     return load_dataset(path)
 
 
-def load_imaginary(env_id: str, level: str, profile: str | None = None) -> EpisodeDataset | None:
-    """Imaginary rollouts of ``level``, or ``None`` (with a logged message) if not built yet."""
+IMAGINARY_VARIANTS: tuple[str, ...] = ("honest", "unfiltered", "oracle")
+"""Stored imaginary datasets of a level: ``honest`` (the default: kept by the domain's pure
+success and legality functions), ``unfiltered`` (every generated rollout), ``oracle`` (also
+checked against the simulator: a diagnostic, marked as oracle wherever it is used)."""
+
+
+def _variant_name(level: str, variant: str) -> str:
+    if variant not in IMAGINARY_VARIANTS:
+        raise choice_error("imaginary data variant", variant, IMAGINARY_VARIANTS)
+    return f"imaginary-{level}.npz" if variant == "honest" else f"imaginary-{level}.{variant}.npz"
+
+
+def imaginary_path(env_id: str, level: str, profile: str | None = None, variant: str = "honest") -> Path:
+    """The file of ``variant`` imaginary data for ``env_id`` at ``level`` under the data home."""
+    return dataset_path(env_id, "imaginary", level, profile).with_name(_variant_name(level, variant))
+
+
+def reference_path(env_id: str, level: str, profile: str | None = None, variant: str = "honest") -> Path:
+    """Where the packaged reference imaginary dataset of ``level`` is (whether or not it ships)."""
+    from imaginebench.envs.registry import env_spec
+
+    dataset_path(env_id, "imaginary", level, profile)  # validates id, level and profile
+    return REFERENCE_ROOT / env_spec(env_id).env_id / get_profile(profile).name / _variant_name(level, variant)
+
+
+def reference_available(env_id: str, level: str, profile: str | None = None, variant: str = "honest") -> bool:
+    """Whether a reference imaginary dataset of ``level`` ships with the package."""
+    if level == "train":
+        return False
+    return reference_path(env_id, level, profile, variant).is_file()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _expected_sha256(path: Path) -> str | None:
+    """The checksum :data:`REFERENCE_SUMS` lists for ``path`` (``None`` if not listed)."""
+    sums = REFERENCE_ROOT / REFERENCE_SUMS
+    if not sums.is_file():
+        return None
+    name = path.relative_to(REFERENCE_ROOT).as_posix()
+    for line in sums.read_text().splitlines():
+        parts = line.strip().split(maxsplit=1)
+        if len(parts) == 2 and not parts[0].startswith("#") and parts[1].lstrip("*") == name:
+            return parts[0].lower()
+    return None
+
+
+def load_reference(env_id: str, level: str, profile: str | None = None, variant: str = "honest") -> EpisodeDataset:
+    """The packaged reference imaginary dataset, checked against ``SHA256SUMS``.
+
+    Its metadata gains ``reference: True`` and ``path``.  A missing or wrong checksum raises
+    :class:`DatasetError` (the installed package is damaged: reinstall it).
+    """
+    path = reference_path(env_id, level, profile, variant)
+    if not path.is_file():
+        raise FileNotFoundError(f"No reference imaginary {level} dataset for {env_id} at {path}.")
+    expected = _expected_sha256(path)
+    if expected is None:
+        raise DatasetError(f"{path}: reference dataset has no checksum in {REFERENCE_ROOT / REFERENCE_SUMS}; "
+                           "the installed package is damaged, reinstall imaginebench.")
+    if _file_sha256(path) != expected:
+        raise DatasetError(f"{path}: SHA-256 does not match {REFERENCE_SUMS}; the reference dataset is damaged, "
+                           "reinstall imaginebench (pip install --force-reinstall imaginebench).")
+    ds = load_dataset(path)
+    return dataclasses.replace(ds, metadata={**ds.metadata, "reference": True, "path": str(path)})
+
+
+def load_imaginary(env_id: str, level: str, profile: str | None = None,
+                   variant: str = "honest") -> EpisodeDataset | None:
+    """Imaginary rollouts of ``level`` (``variant``: see :data:`IMAGINARY_VARIANTS`): the locally
+    generated dataset, else the packaged reference dataset, else ``None`` (with a logged message)."""
     if level == "train":
         return None
-    path = dataset_path(env_id, "imaginary", level, profile)
-    if not path.exists():
-        logger.warning("No imaginary %s dataset for %s at %s; imaginary is None. Build it with: %s",
-                       level, env_id, path, imagine_command(env_id, level, profile))
-        return None
-    return load_dataset(path)
+    path = imaginary_path(env_id, level, profile, variant)
+    if path.exists():
+        return load_dataset(path)
+    if reference_available(env_id, level, profile, variant):
+        ds = load_reference(env_id, level, profile, variant)
+        logger.info("No imaginary %s dataset for %s at %s; using the reference dataset shipped with "
+                    "imaginebench (%s). Build your own with: %s", level, env_id, path,
+                    ds.metadata["path"], imagine_command(env_id, level, profile))
+        return ds
+    logger.warning("No imaginary %s dataset for %s at %s; imaginary is None. Build it with: %s",
+                   level, env_id, path, imagine_command(env_id, level, profile))
+    return None
 
 
-def get_dataset(env_id: str, level: str, profile: str | None = None) -> tuple[EpisodeDataset, EpisodeDataset | None]:
+def get_dataset(env_id: str, level: str, profile: str | None = None,
+                variant: str = "honest") -> tuple[EpisodeDataset, EpisodeDataset | None]:
     """``(real, imaginary)`` for ``level``: the real train-task data and that level's imaginary data.
 
-    ``imaginary`` is ``None`` for the train level, and for other levels until
-    ``imaginebench imagine generate`` has built it (a message says so).
+    ``imaginary`` is ``None`` for the train level.  For other levels it is the dataset
+    ``imaginebench imagine generate`` built under the data home; without one, the reference
+    dataset shipped in the package (metadata ``reference: True``), if any; else ``None``
+    (a message says so).
     """
     check_level(level)
-    return load_real(env_id, "train", profile), load_imaginary(env_id, level, profile)
+    return load_real(env_id, "train", profile), load_imaginary(env_id, level, profile, variant)
 
 
 def build_real(env_id: str, level: str = "train", profile: str | None = None, episodes: int | None = None,

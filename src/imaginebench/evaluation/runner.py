@@ -32,9 +32,14 @@ from imaginebench.evaluation.protocol import (
 )
 from imaginebench.evaluation.records import RECORD_NAME, SCHEMA_VERSION, read_record, runs_root, versions, write_json
 
-DATA_VARIANTS = ("imaginary", "real", "real-upper-bound")
-"""Training data of a run: real + the level's imaginary rollouts (``train``: real only);
+DATA_VARIANTS = ("imaginary", "imaginary-unfiltered", "imaginary-oracle", "real", "real-upper-bound")
+"""Training data of a run: real + the level's imaginary rollouts kept by the honest filter
+(the default; ``train``: real only); real + every generated imaginary rollout (unfiltered);
+real + imaginary rollouts kept by the oracle filter (reads the simulator: a diagnostic);
 real rollouts only; real + expert rollouts of the level's tasks (the "Real" upper bound)."""
+
+IMAGINARY_DATA = {"imaginary": "honest", "imaginary-unfiltered": "unfiltered", "imaginary-oracle": "oracle"}
+"""Training-data variant -> stored imaginary dataset variant (:data:`imaginebench.data.hub.IMAGINARY_VARIANTS`)."""
 
 DEFAULT_MIX_RATIO = 0.5
 """Share of every batch taken from the second source (imaginary or upper-bound data)."""
@@ -192,21 +197,25 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
 
     Raises ``FileNotFoundError`` naming the command that builds a missing dataset.
     """
-    from imaginebench.data.hub import dataset_path, imagine_command, load_imaginary, load_real
+    from imaginebench.data.hub import dataset_path, imaginary_path, imagine_command, load_imaginary, load_real
 
     real = load_real(env_id, "train", spec.profile)
     sources = {"real": real}
     described = [("real", "real", "train")]
-    if spec.data_tag == "imaginary":
-        imaginary = load_imaginary(env_id, spec.level, spec.profile)
+    paths = {"real": str(dataset_path(env_id, "real", "train", spec.profile))}
+    if spec.data_tag in IMAGINARY_DATA:
+        variant = IMAGINARY_DATA[spec.data_tag]
+        imaginary = load_imaginary(env_id, spec.level, spec.profile, variant)
         if imaginary is None:
             raise FileNotFoundError(
-                f"No imaginary {spec.level} dataset for {env_id} at "
-                f"{dataset_path(env_id, 'imaginary', spec.level, spec.profile)}. Build it with: "
-                f"{imagine_command(env_id, spec.level, spec.profile)} (or train on real data only with --data real)."
+                f"No {variant} imaginary {spec.level} dataset for {env_id} at "
+                f"{imaginary_path(env_id, spec.level, spec.profile, variant)}. Build it with: "
+                f"{imagine_command(env_id, spec.level, spec.profile)} (or train on real data only with --real-only)."
             )
         sources["imaginary"] = imaginary
         described.append(("imaginary", "imaginary", spec.level))
+        paths["imaginary"] = str(imaginary.metadata.get("path") or
+                                 imaginary_path(env_id, spec.level, spec.profile, variant))
     elif spec.data_tag == "real-upper-bound":
         sources[f"real-{spec.level}"] = load_real(env_id, spec.level, spec.profile)
         described.append((f"real-{spec.level}", "real", spec.level))
@@ -214,7 +223,10 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
                {name: (1.0 - spec.mix_ratio if name == "real" else spec.mix_ratio) for name in sources})
     info = [{"name": name, "source": source, "level": level, "episodes": len(sources[name]),
              "transitions": sources[name].num_transitions, "weight": weights[name],
-             "path": str(dataset_path(env_id, source, level, spec.profile))}
+             "path": paths.get(name) or str(dataset_path(env_id, source, level, spec.profile)),
+             **({k: sources[name].metadata.get(k) for k in ("filter", "oracle", "reference", "backbone", "model",
+                                                               "device", "generated", "checkpoint_step")}
+                if source == "imaginary" else {})}
             for name, source, level in described]
     return sources, weights, info
 

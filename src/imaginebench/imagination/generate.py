@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -35,6 +35,19 @@ logger = logging.getLogger("imaginebench.imagination")
 IMAGINARY_LEVELS: tuple[str, ...] = ("rephrase", "easy", "hard")
 
 
+KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
+"""Which imagined rollouts are kept:
+
+* ``honest`` (default): the goal holds at the last imagined state and every imagined state
+  is legal, both judged by the domain's pure functions on the imagined states alone — no
+  simulator call, so it is usable for any novel instruction;
+* ``none``: every rollout (the unfiltered data);
+* ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the
+  simulator re-run from the imagined state.  This reads the simulator on novel tasks, so it is
+  a *diagnostic* upper bound, never the default, and marked as oracle wherever it is used.
+"""
+
+
 @dataclass(frozen=True)
 class GenerateConfig:
     """Sampling settings of imagination.
@@ -46,8 +59,15 @@ class GenerateConfig:
         seed: seed of the initial states (env resets) and of action sampling.
         use_cache: reuse keys/values between steps (``False`` recomputes the whole sequence;
             only for checking).
-        max_steps: optional cap below the task horizon.
+        max_steps: optional compute cap on rollout length.  It never cuts below the steps a
+            level's tasks need (:func:`required_steps`); ``None``: the task horizon.
         bf16: bfloat16 autocast.
+        keep: one of :data:`KEEP_MODES`.
+        budget: best-of-N budget: at most ``ceil(budget * quota)`` candidates per task, where
+            ``quota`` is the task's share of the level's imaginary rollouts.
+        stop_on_end: also end a rollout where the model's learned end-of-rollout output says
+            so (probability above ``end_threshold``), when the checkpoint has that output.
+        end_threshold: probability above which the end-of-rollout output ends a rollout.
     """
 
     temperature: float = 1.0
@@ -56,12 +76,22 @@ class GenerateConfig:
     use_cache: bool = True
     max_steps: int | None = None
     bf16: bool = False
+    keep: str = "honest"
+    budget: float = 16.0
+    stop_on_end: bool = True
+    end_threshold: float = 0.5
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0 (0 = argmax), got {self.temperature}.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}.")
+        if self.keep not in KEEP_MODES:
+            raise ValueError(f"Unknown keep mode {self.keep!r}; choose one of {', '.join(KEEP_MODES)}.")
+        if not self.budget >= 1:
+            raise ValueError(f"budget must be >= 1 candidate per kept rollout, got {self.budget}.")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps}.")
 
 
 @dataclass(frozen=True)
@@ -73,23 +103,41 @@ class Start:
     state: np.ndarray
 
 
+class StartSampler:
+    """Real initial states of a level's tasks, drawn on demand (env resets only).
+
+    Start ``i`` of a sampler with ``seed`` is the reset with ``episode_seed(seed, i)``; the
+    instruction is drawn from the level's bank by that reset (rephrase: held-out phrasings).
+    """
+
+    def __init__(self, env_id: str, level: str, seed: int = 1) -> None:
+        from imaginebench.envs.registry import make
+
+        self.env = make(env_id, level=level, encode_instruction=False)
+        self.base = self.env.unwrapped
+        self.level, self.seed, self.count = level, int(seed), 0
+        self.task_names: tuple[str, ...] = tuple(self.base.tasks)
+
+    def draw(self, task_name: str) -> Start:
+        from imaginebench.data.collect import episode_seed
+
+        _, info = self.env.reset(seed=episode_seed(self.seed, self.count), options={"task": task_name})
+        self.count += 1
+        return Start(self.base.domain.task(info["task"], level=self.level), info["instruction"],
+                     np.asarray(info["state"], np.float32))
+
+    def close(self) -> None:
+        self.env.close()
+
+
 def initial_starts(env_id: str, level: str, n: int, seed: int = 1) -> list[Start]:
     """``n`` real initial states of ``level``: env resets, task ``i % n_tasks`` for rollout ``i``."""
-    from imaginebench.data.collect import episode_seed
-    from imaginebench.envs.registry import make
-
-    env = make(env_id, level=level, encode_instruction=False)
+    sampler = StartSampler(env_id, level, seed)
     try:
-        base = env.unwrapped
-        names = base.tasks
-        starts = []
-        for i in range(n):
-            _, info = env.reset(seed=episode_seed(seed, i), options={"task": names[i % len(names)]})
-            starts.append(Start(base.domain.task(info["task"], level=level), info["instruction"],
-                                np.asarray(info["state"], np.float32)))
-        return starts
+        names = sampler.task_names
+        return [sampler.draw(names[i % len(names)]) for i in range(n)]
     finally:
-        env.close()
+        sampler.close()
 
 
 class _Rows:
@@ -102,16 +150,16 @@ class _Rows:
         self.rewards: list[float] = []
         self.successes: list[bool] = []
         self.progress = domain.initial_progress(start.task, start.state)
+        self.ended_by_model = False
 
-    def add(self, action: Any, state: np.ndarray) -> bool:
-        """Record one imagined step; return whether the rollout is finished."""
-        out = self.domain.outcome(self.start.task, self.states[-1], action, state, self.progress)
-        self.progress = out.progress
+    def record(self, action: Any, state: np.ndarray, reward: float, success: bool, progress: np.ndarray) -> bool:
+        """Record one imagined step (outcome already computed); return whether the rollout is finished."""
+        self.progress = progress
         self.actions.append(action)
         self.states.append(np.asarray(state, np.float32))
-        self.rewards.append(float(out.reward))
-        self.successes.append(bool(out.success))
-        return bool(out.success) or len(self.actions) >= self.horizon
+        self.rewards.append(float(reward))
+        self.successes.append(bool(success))
+        return bool(success) or len(self.actions) >= self.horizon
 
     def episode(self) -> Episode:
         t = len(self.actions)
@@ -132,8 +180,12 @@ def _choose_actions(model: Any, hidden: torch.Tensor, temperature: float, gen: t
         return out.clamp(-1.0, 1.0)
     if temperature == 0:
         return out.argmax(-1)
-    probs = torch.softmax(out / temperature, dim=-1)
-    return torch.multinomial(probs.cpu(), 1, generator=gen).squeeze(-1).to(out.device)
+    probs = torch.softmax(out.float() / temperature, dim=-1)
+    if probs.device.type == "cpu":
+        return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    # Gumbel-max on the device: no host round trip; the noise comes from the seeded CPU generator.
+    noise = torch.rand(probs.shape, generator=gen).to(probs.device).clamp_(1e-20, 1.0)
+    return (probs.log() - (-noise.log()).log()).argmax(-1)
 
 
 def _round_states(model: Any, states: torch.Tensor) -> torch.Tensor:
@@ -143,19 +195,43 @@ def _round_states(model: Any, states: torch.Tensor) -> torch.Tensor:
     return states
 
 
+def _outcomes(domain: Domain, rows: Sequence[_Rows], actions: list[Any], next_states: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Success, reward and progress of one imagined step of every active row (batched when possible)."""
+    batch = getattr(domain, "outcome_batch", None)
+    prev = np.stack([r.states[-1] for r in rows])
+    if batch is not None:
+        out = batch([r.start.task for r in rows], prev, np.asarray(actions), next_states, [r.progress for r in rows])
+        return np.asarray(out.success, bool), np.asarray(out.reward, np.float64), list(out.progress)
+    succ, rew, prog = [], [], []
+    for r, a, s in zip(rows, actions, next_states):
+        o = domain.outcome(r.start.task, r.states[-1], a, s, r.progress)
+        succ.append(bool(o.success))
+        rew.append(float(o.reward))
+        prog.append(o.progress)
+    return np.asarray(succ, bool), np.asarray(rew, np.float64), prog
+
+
 @torch.no_grad()
 def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: GenerateConfig,
-                  gen: torch.Generator, builder: SequenceBuilder | None = None) -> list[Episode]:
-    """Imagine one rollout per start, all in one batch."""
+                  gen: torch.Generator, builder: SequenceBuilder | None = None,
+                  horizons: Sequence[int] | None = None) -> list[Episode]:
+    """Imagine one rollout per start, all in one batch.
+
+    ``horizons`` (one per start) cap each rollout; default: the task horizon (and
+    ``cfg.max_steps``).  Besides success and the cap, a rollout ends where the model's
+    end-of-rollout output fires (``cfg.stop_on_end``, checkpoints that have that output).
+    """
     from transformers import DynamicCache
 
     builder = builder or SequenceBuilder(model.tokenizer, model.state_dim, model.discrete, model.action_dim)
     rows = []
-    for s in starts:
-        horizon = domain.task_horizon(s.task)
-        if cfg.max_steps is not None:
+    for i, s in enumerate(starts):
+        horizon = horizons[i] if horizons is not None else domain.task_horizon(s.task)
+        if horizons is None and cfg.max_steps is not None:
             horizon = min(horizon, cfg.max_steps)
         rows.append(_Rows(domain, s, horizon))
+    use_end = bool(cfg.stop_on_end and getattr(model, "has_end_head", False))
     batch = collate([builder.rollout_prompt(s.instruction, s.state) for s in starts], left_pad=True)
     t = model.tensors(batch)
     autocast = torch.autocast(device_type=model.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
@@ -196,32 +272,43 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
             hidden = feed(model.embed_actions(actions))
         nxt = _round_states(model, model.denormalise(model.predict_states(hidden, current)))
         a_np, s_np = actions.cpu().numpy(), nxt.float().cpu().numpy()
-        keep = []
-        for j, r in enumerate(active):
-            action = int(a_np[j]) if model.discrete else a_np[j].astype(np.float32)
-            if not rows[r].add(action, s_np[j]):
-                keep.append(j)
+        act = [int(a) for a in a_np] if model.discrete else [a.astype(np.float32) for a in a_np]
+        live = [rows[r] for r in active]
+        succ, rew, prog = _outcomes(domain, live, act, s_np)
+        keep = [j for j, r in enumerate(live) if not r.record(act[j], s_np[j], rew[j], succ[j], prog[j])]
         if not keep:
             break
+        current = nxt
+        with autocast:
+            hidden = feed(model.embed_states(nxt))
+        if use_end:
+            ended = (torch.sigmoid(model.predict_end(hidden)) > cfg.end_threshold).cpu().numpy()
+            still = []
+            for j in keep:
+                if ended[j]:
+                    live[j].ended_by_model = True
+                else:
+                    still.append(j)
+            keep = still
+            if not keep:
+                break
         if len(keep) < len(active):
             idx = torch.as_tensor(keep, device=model.device)
             if cfg.use_cache:
                 cache.batch_select_indices(idx)
             else:
                 seq, positions = seq[idx], positions[idx]
-            mask, last_pos, nxt = mask[idx], last_pos[idx], nxt[idx]
+            mask, last_pos, current, hidden = mask[idx], last_pos[idx], current[idx], hidden[idx]
             active = [active[j] for j in keep]
-        current = nxt
-        with autocast:
-            hidden = feed(model.embed_states(nxt))
     return [r.episode() for r in rows]
 
 
 def imagine(model: Any, domain: Domain, starts: Sequence[Start], cfg: GenerateConfig | None = None,
-            progress: bool = True, desc: str = "imagine") -> tuple[list[Episode], dict[str, float]]:
+            progress: bool = True, desc: str = "imagine", gen: torch.Generator | None = None,
+            horizons: Sequence[int] | None = None) -> tuple[list[Episode], dict[str, float]]:
     """Imagine one rollout per start (in batches); returns the episodes and throughput numbers."""
     cfg = cfg or GenerateConfig()
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = gen if gen is not None else torch.Generator().manual_seed(cfg.seed)
     builder = SequenceBuilder(model.tokenizer, model.state_dim, model.discrete, model.action_dim)
     episodes: list[Episode] = []
     model.eval()
@@ -229,7 +316,8 @@ def imagine(model: Any, domain: Domain, starts: Sequence[Start], cfg: GenerateCo
     bar = tqdm(total=len(starts), desc=desc, unit="rollout", disable=not progress)
     for i in range(0, len(starts), cfg.batch_size):
         chunk = starts[i:i + cfg.batch_size]
-        episodes += imagine_batch(model, domain, chunk, cfg, gen, builder)
+        hz = None if horizons is None else horizons[i:i + cfg.batch_size]
+        episodes += imagine_batch(model, domain, chunk, cfg, gen, builder, horizons=hz)
         bar.update(len(chunk))
     bar.close()
     seconds = time.perf_counter() - t0
@@ -237,6 +325,147 @@ def imagine(model: Any, domain: Domain, starts: Sequence[Start], cfg: GenerateCo
     return episodes, {"seconds": seconds, "imagined_steps": steps,
                       "steps_per_second": steps / seconds if seconds > 0 else math.inf,
                       "rollouts_per_second": len(episodes) / seconds if seconds > 0 else math.inf}
+
+
+# ---------------------------------------------------------------------- filtering and best-of-N
+def honest_ok(domain: Domain, episode: Episode) -> bool:
+    """Keep test of the honest filter: the goal holds at the last imagined state and every
+    imagined state is legal — the domain's pure functions on the imagined states, no simulator.
+
+    Success is recomputed from the states with ``domain.score_rollout`` (not read from the
+    stored flags).  Empty rollouts and non-finite states are rejected.
+    """
+    if len(episode) == 0:
+        return False
+    states = np.asarray(episode.states, np.float64)
+    if not np.all(np.isfinite(states)):
+        return False
+    imagined = states[1:]
+    legal_batch = getattr(domain, "is_legal_batch", None)
+    if legal_batch is not None:
+        if not bool(np.all(legal_batch(imagined))):
+            return False
+    elif not all(domain.is_legal(s) for s in imagined):
+        return False
+    try:
+        _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)
+    except (ValueError, FloatingPointError, IndexError, KeyError):
+        return False
+    return bool(success[-1])
+
+
+def task_quotas(task_names: Sequence[str], n: int) -> dict[str, int]:
+    """Split ``n`` rollouts over tasks as evenly as possible (the first ``n % T`` get one more)."""
+    t = len(task_names)
+    return {name: n // t + (1 if i < n % t else 0) for i, name in enumerate(task_names)}
+
+
+def required_steps(env_id: str, level: str, episodes_per_task: int = 2, seed: int = 7) -> dict[str, int]:
+    """Steps each of ``level``'s tasks needs: the longest expert episode over a few resets.
+
+    Used only as a floor under ``--max-steps`` (the step cap is a compute knob and must not
+    cut rollouts shorter than the tasks need); never to judge imagined rollouts.
+    """
+    from imaginebench.data.collect import episode_seed, rollout
+    from imaginebench.envs.registry import make
+
+    env = make(env_id, level=level, encode_instruction=False)
+    try:
+        need: dict[str, int] = {}
+        for i, name in enumerate(env.unwrapped.tasks):
+            lengths = [len(rollout(env, name, episode_seed(seed, i * episodes_per_task + k)))
+                       for k in range(episodes_per_task)]
+            need[name] = max(lengths)
+        return need
+    finally:
+        env.close()
+
+
+def _round_robin(per_task: Mapping[str, list[Episode]]) -> list[Episode]:
+    """Interleave tasks: first rollout of every task, then the second, ..."""
+    depth = max((len(v) for v in per_task.values()), default=0)
+    return [eps[i] for i in range(depth) for eps in per_task.values() if i < len(eps)]
+
+
+@dataclass
+class BestOfN:
+    """What best-of-N generation produced for one level."""
+
+    kept: list[Episode]
+    unfiltered: list[Episode]
+    candidates: list[Episode]
+    per_task: dict[str, dict[str, int]]
+    throughput: dict[str, float]
+    oracle_checked: int = 0
+
+    @property
+    def generated(self) -> int:
+        return sum(v["candidates"] for v in self.per_task.values())
+
+
+def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping[str, int], cfg: GenerateConfig,
+              horizons: Mapping[str, int] | None = None, oracle: Callable[[list[Episode]], np.ndarray] | None = None,
+              progress: bool = True, desc: str = "imagine") -> BestOfN:
+    """Generate candidates per task until each task has its quota of kept rollouts or its
+    budget (``ceil(cfg.budget * quota)`` candidates) is spent.
+
+    Each round asks, per unfinished task, for as many candidates as its kept rate so far
+    (Laplace-smoothed) predicts are needed, within the remaining budget.  ``unfiltered`` holds
+    each task's first ``quota`` candidates, i.e. the data plain generation would give.
+    ``oracle`` (keep mode ``oracle`` only) further checks honest-kept rollouts with the simulator.
+    """
+    gen = torch.Generator().manual_seed(cfg.seed)
+    budget = {t: int(math.ceil(cfg.budget * q)) for t, q in quotas.items()}
+    kept: dict[str, list[Episode]] = {t: [] for t in quotas}
+    first: dict[str, list[Episode]] = {t: [] for t in quotas}
+    tried = {t: 0 for t in quotas}
+    honest = {t: 0 for t in quotas}
+    candidates: list[Episode] = []
+    oracle_checked = 0
+    seconds = 0.0
+    steps = 0
+    total = sum(quotas.values())
+    bar = tqdm(total=total, desc=desc, unit="kept", disable=not progress)
+    while True:
+        requests: list[tuple[str, int]] = []
+        for t, q in quotas.items():
+            need = q - len(kept[t])
+            left = budget[t] - tried[t]
+            if need <= 0 or left <= 0:
+                continue
+            rate = (len(kept[t]) + 1) / (tried[t] + 2)
+            requests.append((t, int(min(left, max(need, math.ceil(need / rate))))))
+        if not requests:
+            break
+        starts = [sampler.draw(t) for t, k in requests for _ in range(k)]
+        hz = [horizons[s.task.name] if horizons else domain.task_horizon(s.task) for s in starts]
+        eps, th = imagine(model, domain, starts, cfg, progress=False, gen=gen, horizons=hz)
+        seconds += th["seconds"]
+        steps += th["imagined_steps"]
+        ok = np.asarray([honest_ok(domain, ep) for ep in eps], bool)
+        if oracle is not None and ok.any():
+            idx = np.flatnonzero(ok)
+            ok[idx] = oracle([eps[i] for i in idx])
+            oracle_checked += len(idx)
+        before = sum(len(v) for v in kept.values())
+        for ep, good in zip(eps, ok):
+            t = ep.task
+            tried[t] += 1
+            honest[t] += int(good)
+            candidates.append(ep)
+            if len(first[t]) < quotas[t]:
+                first[t].append(ep)
+            if good and len(kept[t]) < quotas[t]:
+                kept[t].append(ep)
+        bar.update(sum(len(v) for v in kept.values()) - before)
+    bar.close()
+    per_task = {t: {"quota": quotas[t], "kept": len(kept[t]), "candidates": tried[t], "passed": honest[t],
+                    "budget": budget[t]} for t in quotas}
+    throughput = {"seconds": seconds, "imagined_steps": steps,
+                  "steps_per_second": steps / seconds if seconds > 0 else math.inf,
+                  "rollouts_per_second": len(candidates) / seconds if seconds > 0 else math.inf}
+    return BestOfN(kept=_round_robin(kept), unfiltered=_round_robin(first),
+                   candidates=candidates, per_task=per_task, throughput=throughput, oracle_checked=oracle_checked)
 
 
 @dataclass
@@ -252,6 +481,12 @@ class GenerateResult:
     quality: dict[str, Any]
 
 
+def variant_path(path: Path, keep: str) -> Path:
+    """Where the dataset of a keep mode lives beside the default (honest) one."""
+    p = Path(path)
+    return p if keep == "honest" else p.with_name(f"{p.stem}.{'unfiltered' if keep == 'none' else keep}.npz")
+
+
 def generate_level(
     env_id: str,
     level: str,
@@ -264,11 +499,21 @@ def generate_level(
     filter_invalid: bool = False,
     overwrite: bool = False,
     progress: bool = True,
+    score: bool = True,
+    candidate_sample: int = 2000,
 ) -> GenerateResult:
-    """Imagine ``level``'s rollouts, score them, optionally filter, and save the dataset.
+    """Imagine ``level``'s rollouts with best-of-N per task, keep them by ``cfg.keep``, save.
 
-    The dataset goes to ``dataset_path(env_id, "imaginary", level, profile)`` and its quality
-    report (before filtering, plus what filtering dropped) beside it as ``.quality.json``.
+    Files (``dataset_path(env_id, "imaginary", level, profile)`` = ``imaginary-<level>.npz``):
+    the kept rollouts under the keep mode's name (honest: ``imaginary-<level>.npz``; oracle:
+    ``imaginary-<level>.oracle.npz``; none: ``imaginary-<level>.unfiltered.npz``); with keep
+    ``honest``/``oracle`` also the unfiltered data of the same run (each task's first ``quota``
+    candidates) as ``imaginary-<level>.unfiltered.npz``, and a random sample of at most
+    ``candidate_sample`` candidates as ``imaginary-<level>.candidates.npz`` (quality of "all").
+    The quality report (kept and all; per task: quota, kept, candidates) goes beside the kept
+    file as ``.quality.json``.  ``score=False`` skips the simulator-based quality metrics
+    (run ``imaginebench imagine quality`` later).  ``filter_invalid`` is the old name of
+    keep ``oracle``.
     """
     from imaginebench import __version__
     from imaginebench.config import get_profile
@@ -276,16 +521,22 @@ def generate_level(
     from imaginebench.data.storage import save_dataset
     from imaginebench.domains.base import check_level, choice_error
     from imaginebench.envs.registry import load_domain
-    from imaginebench.imagination.quality import check_rollouts, filter_episodes, quality_path, write_quality
+    from imaginebench.imagination.quality import check_rollouts, quality_path, write_quality
 
     cfg = cfg or GenerateConfig()
+    if filter_invalid and cfg.keep != "oracle":
+        cfg = replace(cfg, keep="oracle")
     check_level(level)
     if level not in IMAGINARY_LEVELS:
         raise choice_error("imaginary level", level, IMAGINARY_LEVELS)
     prof = get_profile(profile)
-    path = dataset_path(env_id, "imaginary", level, prof.name)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass --overwrite to replace it.")
+    base_path = dataset_path(env_id, "imaginary", level, prof.name)
+    path = variant_path(base_path, cfg.keep)
+    extra_paths = [] if cfg.keep == "none" else [variant_path(base_path, "none"),
+                                                  base_path.with_name(f"{base_path.stem}.candidates.npz")]
+    for p in (path, *extra_paths):
+        if p.exists() and not overwrite:
+            raise FileExistsError(f"{p} already exists; pass --overwrite to replace it.")
     if checkpoint_meta.get("env_id") not in (None, env_id):
         raise ValueError(f"The checkpoint at {checkpoint_dir} was trained on {checkpoint_meta['env_id']}, "
                          f"not {env_id}.")
@@ -296,32 +547,80 @@ def generate_level(
     n = episodes if episodes is not None else prof.episodes(env_id, "imaginary", level)
     if n <= 0:
         raise ValueError(f"episodes must be positive, got {n}.")
-    starts = initial_starts(env_id, level, n, seed=cfg.seed)
-    eps, throughput = imagine(model, domain, starts, cfg, progress=progress, desc=f"imagine {env_id}/{level}")
-    checks = check_rollouts(env_id, level, eps, progress=progress)
-    kept = filter_episodes(eps, checks) if filter_invalid else eps
-    dropped = len(eps) - len(kept)
+
+    sampler = StartSampler(env_id, level, seed=cfg.seed)
+    try:
+        names = sampler.task_names
+        quotas = task_quotas(names, n)
+        horizons = {t.name: domain.task_horizon(t) for t in domain.tasks(level)}
+        cap_floor: dict[str, int] = {}
+        if cfg.max_steps is not None:
+            cap_floor = required_steps(env_id, level)
+            horizons = {t: min(h, max(cfg.max_steps, cap_floor[t])) for t, h in horizons.items()}
+        oracle = None
+        if cfg.keep == "oracle":
+            def oracle(eps: list[Episode]) -> np.ndarray:
+                checks = check_rollouts(env_id, level, eps, replay=False)
+                return checks.transitions_ok & checks.legal
+        if cfg.keep == "none":
+            quick = replace(cfg, budget=1.0)
+            result = best_of_n(model, domain, sampler, quotas, quick, horizons, None, progress,
+                               desc=f"imagine {env_id}/{level}")
+            kept = result.unfiltered
+        else:
+            result = best_of_n(model, domain, sampler, quotas, cfg, horizons, oracle, progress,
+                               desc=f"imagine {env_id}/{level}")
+            kept = result.kept
+    finally:
+        sampler.close()
+    short = {t: v for t, v in result.per_task.items() if v["kept"] < v["quota"]}
     if not kept:
-        raise ValueError(f"Filtering dropped all {len(eps)} imagined {level} rollouts; nothing to save. "
-                         "Train the rollout model longer or generate without --filter.")
+        raise ValueError(f"No imagined {level} rollout passed the {cfg.keep} filter within the budget "
+                         f"({result.generated} candidates); nothing saved. Train the rollout model longer, "
+                         "raise --budget, or generate with --keep none.")
+    device = str(model.device)
+    gpu = torch.cuda.get_device_name(model.device) if model.device.type == "cuda" else None
     metadata = {
         "domain": env_id, "level": level, "source": "imaginary", "generator": "rollout-lm",
-        "profile": prof.name, "seed": cfg.seed, "episodes": len(kept), "generated": len(eps),
+        "profile": prof.name, "seed": cfg.seed, "episodes": len(kept), "generated": result.generated,
         "state_dim": domain.state_dim, "discrete_actions": domain.discrete_actions, "action_dim": domain.action_dim,
         "backbone": model.backbone_name, "backbone_source": model.backbone_source,
         "model": model.config.to_dict(), "checkpoint": str(checkpoint_dir),
-        "checkpoint_step": checkpoint_meta.get("step"), "prompt": ROLLOUT_PROMPT,
-        "sampling": asdict(cfg), "filtered": bool(filter_invalid), "dropped": dropped,
+        "checkpoint_step": checkpoint_meta.get("step"), "checkpoint_ended": checkpoint_meta.get("ended"),
+        "prompt": ROLLOUT_PROMPT, "sampling": asdict(cfg), "filter": cfg.keep, "oracle": cfg.keep == "oracle",
+        "filtered": cfg.keep != "none", "dropped": result.generated - len(kept),
+        "quota_shortfall_tasks": len(short), "device": device, "device_name": gpu,
+        "step_cap": {"max_steps": cfg.max_steps, "floor": cap_floor} if cfg.max_steps is not None else None,
         "package_version": __version__,
     }
     action_shape = () if domain.discrete_actions else (domain.action_dim,)
-    dataset = EpisodeDataset.from_episodes(kept, metadata=metadata, state_dim=domain.state_dim,
-                                           action_shape=action_shape)
-    save_dataset(dataset, path, overwrite=overwrite)
-    report = checks.report.to_dict()
-    report.update({"filtered": bool(filter_invalid), "dropped": dropped, "kept": len(kept),
-                   "throughput": throughput, "dataset": str(path), "checkpoint": str(checkpoint_dir),
-                   "sampling": asdict(cfg), "backbone": model.backbone_name})
+
+    def dataset(eps: list[Episode], **md: Any) -> EpisodeDataset:
+        return EpisodeDataset.from_episodes(eps, metadata={**metadata, **md, "episodes": len(eps)},
+                                            state_dim=domain.state_dim, action_shape=action_shape)
+
+    save_dataset(dataset(kept), path, overwrite=overwrite)
+    rng = np.random.default_rng(cfg.seed)
+    sample = result.candidates
+    if len(sample) > candidate_sample:
+        sample = [sample[i] for i in sorted(rng.choice(len(sample), candidate_sample, replace=False))]
+    if cfg.keep != "none":
+        save_dataset(dataset(result.unfiltered, filter="none", oracle=False, filtered=False, dropped=0),
+                     extra_paths[0], overwrite=overwrite)
+        save_dataset(dataset(sample, filter="candidates", oracle=False, filtered=False, dropped=0),
+                     extra_paths[1], overwrite=overwrite)
+    report: dict[str, Any] = {"env_id": env_id, "level": level, "episodes": len(kept)}
+    if score:
+        report = check_rollouts(env_id, level, kept, progress=progress).report.to_dict()
+        report["all"] = check_rollouts(env_id, level, sample, progress=progress).report.to_dict()
+    report.update({
+        "filter": cfg.keep, "oracle": cfg.keep == "oracle", "filtered": cfg.keep != "none",
+        "kept": len(kept), "generated": result.generated, "dropped": result.generated - len(kept),
+        "candidates_per_kept": result.generated / len(kept), "per_task": result.per_task,
+        "tasks_short_of_quota": sorted(short), "throughput": result.throughput, "dataset": str(path),
+        "checkpoint": str(checkpoint_dir), "sampling": asdict(cfg), "backbone": model.backbone_name,
+        "device": device, "device_name": gpu, "scored": bool(score),
+    })
     write_quality(quality_path(path), report)
-    return GenerateResult(level=level, path=path, episodes=len(kept), generated=len(eps), dropped=dropped,
-                          throughput=throughput, quality=report)
+    return GenerateResult(level=level, path=path, episodes=len(kept), generated=result.generated,
+                          dropped=result.generated - len(kept), throughput=result.throughput, quality=report)

@@ -62,15 +62,21 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     tcfg = TrainConfig(**settings)
     folder = checkpoint_dir(env_id, prof.name, backbone, out)
     return finetune(env_id, real, folder, mcfg, tcfg, profile=prof.name, resume=resume, overwrite=overwrite,
-                    progress=progress, device=device)
+                    progress=progress, device=resolve_device(device))
 
 
 def generate(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,
              backbone: str | None = None, checkpoint: str | Path | None = None, episodes: int | None = None,
              temperature: float = 1.0, batch_size: int | None = None, seed: int = 1, filter_invalid: bool = False,
              overwrite: bool = False, bf16: bool = False, threads: int | None = None, progress: bool = True,
-             device: str | None = None, max_steps: int | None = None) -> list:
-    """Imagine rollouts for each level (default rephrase, easy, hard); returns ``GenerateResult`` s."""
+             device: str | None = None, max_steps: int | None = None, keep: str = "honest", budget: float = 16.0,
+             stop_on_end: bool = True, score: bool = True) -> list:
+    """Imagine rollouts for each level (default rephrase, easy, hard); returns ``GenerateResult`` s.
+
+    ``keep``: ``honest`` (default; success + legality by the domain's pure functions), ``none``
+    or ``oracle`` (also re-simulates every transition: a diagnostic, marked as such).
+    ``budget``: best-of-N candidates per kept rollout, at most, per task.
+    """
     import torch
 
     from imaginebench.envs.registry import env_spec
@@ -82,28 +88,49 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     levels = _levels(level)
     if threads:
         torch.set_num_threads(threads)
+    cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
+                         bf16=bf16, max_steps=max_steps, keep="oracle" if filter_invalid else keep, budget=budget,
+                         stop_on_end=stop_on_end)
     folder = checkpoint_dir(env_id, prof.name, backbone, checkpoint)
-    model, meta = load_checkpoint(folder, device=device,
+    model, meta = load_checkpoint(folder, device=resolve_device(device),
                                   train_hint=train_command(env_id, prof.name, backbone or prof.lm_backbone))
     model.merge_lora()  # generation only: fold LoRA into the weights (same outputs, fewer matmuls)
-    cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
-                         bf16=bf16, max_steps=max_steps)
     return [generate_level(env_id, lv, model, meta, folder, profile=prof.name, episodes=episodes, cfg=cfg,
-                           filter_invalid=filter_invalid, overwrite=overwrite, progress=progress)
+                           overwrite=overwrite, progress=progress, score=score)
             for lv in levels]
+
+
+def resolve_device(device: str | None) -> Any:
+    """``auto``/``None`` -> CUDA when available else CPU; otherwise the named torch device (checked)."""
+    import torch
+
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"Unknown device {device!r}; use auto, cpu, cuda or cuda:N.") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"Device {device!r} asked for, but torch sees no CUDA GPU here; use --device cpu.")
+    return dev
 
 
 def quality(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,
             tolerance: float | None = None, progress: bool = True,
-            filter_invalid: bool = False) -> list[dict[str, Any]]:
+            filter_invalid: bool = False, keep: str | None = None, variant: str = "honest") -> list[dict[str, Any]]:
     """Quality reports of the stored imaginary datasets (also written beside them as JSON).
 
-    With ``filter_invalid`` the datasets are filtered in place (originals kept as
+    With ``keep`` (``honest`` or ``oracle``; ``filter_invalid`` is the old spelling of
+    ``oracle``) the datasets are filtered in place (originals kept as
     ``imaginary-<level>.unfiltered.npz``); see :func:`~imaginebench.imagination.quality.filter_dataset`.
     """
     from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.quality import dataset_quality, filter_dataset
 
     env_id = env_spec(env_id).env_id
-    score = filter_dataset if filter_invalid else dataset_quality
-    return [score(env_id, lv, profile, tolerance=tolerance, progress=progress) for lv in _levels(level)]
+    keep = "oracle" if filter_invalid else keep
+    if keep is None:
+        return [dataset_quality(env_id, lv, profile, tolerance=tolerance, progress=progress, variant=variant)
+                for lv in _levels(level)]
+    return [filter_dataset(env_id, lv, profile, tolerance=tolerance, progress=progress, keep=keep)
+            for lv in _levels(level)]

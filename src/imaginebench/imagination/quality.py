@@ -64,6 +64,8 @@ class QualityReport:
     mean_length: float
     mean_transition_error: float
     tolerance: float
+    replay_success: float = math.nan
+    transition_correctness_paper: float | None = None
     by_family: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,6 +80,7 @@ class Checks:
     success: np.ndarray
     transitions_ok: np.ndarray
     legal: np.ndarray
+    replayed: np.ndarray | None = None
 
 
 def _legal(domain: Any, state: np.ndarray) -> bool:
@@ -90,8 +93,14 @@ def _legal(domain: Any, state: np.ndarray) -> bool:
 
 
 def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | EpisodeDataset,
-                   tolerance: float | None = None, progress: bool = False) -> Checks:
-    """Score ``episodes`` of ``level`` with the domain's functions and the simulator."""
+                   tolerance: float | None = None, progress: bool = False, replay: bool = True) -> Checks:
+    """Score ``episodes`` of ``level`` with the domain's functions and the simulator.
+
+    Besides consistency, transition correctness and legality: ``replay_success`` (the imagined
+    actions replayed in the simulator from the imagined initial state reach the goal; see
+    :mod:`.replay`) and, for BabyAI, ``transition_correctness_paper`` (the paper's looser rule:
+    a transition is wrong when the agent moves more than two cells at once).
+    """
     from imaginebench.envs.registry import make
 
     tol = transition_tolerance(env_id) if tolerance is None else float(tolerance)
@@ -106,6 +115,10 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
     n_trans = n_trans_ok = n_states = n_legal = 0
     errors: list[float] = []
     fam: dict[str, list[float]] = defaultdict(list)
+    paper_rule = None
+    if domain.env_id == "BabyAI-v0":
+        from imaginebench.domains.babyai.transitions import paper_transition_ok as paper_rule
+    n_paper_ok = 0
     try:
         for i, ep in enumerate(tqdm(eps, desc=f"quality {level}", unit="rollout", disable=not progress)):
             task = domain.task(ep.task, level=level)
@@ -132,6 +145,8 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
                         good = False
                 n_trans += 1
                 n_trans_ok += good
+                if paper_rule is not None:
+                    n_paper_ok += bool(paper_rule(s, s2))
                 ok_all &= good
                 leg = _legal(domain, s2)
                 n_states += 1
@@ -145,15 +160,23 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
     def rate(a: float, b: int) -> float:
         return float(a) / b if b else math.nan
 
+    replayed = None
+    if replay:
+        from imaginebench.imagination.replay import replay_success
+
+        replayed = replay_success(env_id, level, eps)
+
     report = QualityReport(
         env_id=env_id, level=level, episodes=n, transitions=n_trans,
         consistency=rate(success.sum(), n), transition_correctness=rate(n_trans_ok, n_trans),
         legality=rate(n_legal, n_states), rollouts_transitions_ok=rate(trans_ok.sum(), n),
         rollouts_legal=rate(legal_ok.sum(), n), mean_length=rate(sum(len(e) for e in eps), n),
         mean_transition_error=float(np.mean(errors)) if errors else math.nan, tolerance=tol,
+        replay_success=rate(replayed.sum(), n) if replayed is not None else math.nan,
+        transition_correctness_paper=rate(n_paper_ok, n_trans) if paper_rule is not None else None,
         by_family={k: {"episodes": len(v), "consistency": float(np.mean(v))} for k, v in sorted(fam.items())},
     )
-    return Checks(report=report, success=success, transitions_ok=trans_ok, legal=legal_ok)
+    return Checks(report=report, success=success, transitions_ok=trans_ok, legal=legal_ok, replayed=replayed)
 
 
 def filter_episodes(episodes: Sequence[Episode], checks: Checks) -> list[Episode]:
@@ -176,16 +199,20 @@ def _keep_generation_facts(report_file: Path, report: dict[str, Any]) -> None:
     """Copy what only generation knew (throughput, sampling, checkpoint) from an earlier report."""
     if report_file.exists():
         previous = json.loads(report_file.read_text())
-        report.update({k: previous[k] for k in ("throughput", "sampling", "checkpoint", "backbone") if k in previous})
+        report.update({k: previous[k] for k in ("throughput", "sampling", "checkpoint", "backbone", "per_task",
+                                                "candidates_per_kept", "generated", "kept", "filter", "oracle",
+                                                "tasks_short_of_quota", "device", "device_name") if k in previous})
 
 
 def dataset_quality(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
-                    progress: bool = True, save: bool = True) -> dict[str, Any]:
-    """Score the stored imaginary dataset of ``level`` and (by default) write its JSON report."""
-    from imaginebench.data.hub import dataset_path, imagine_command
+                    progress: bool = True, save: bool = True, variant: str = "honest") -> dict[str, Any]:
+    """Score the stored imaginary dataset of ``level`` (``variant``: honest, unfiltered, oracle)
+    and (by default) write its JSON report.  When generation saved a sample of all candidates
+    beside it, the report's ``all`` entry scores that sample too."""
+    from imaginebench.data.hub import imaginary_path, imagine_command
     from imaginebench.data.storage import load_dataset
 
-    path = dataset_path(env_id, "imaginary", level, profile)
+    path = imaginary_path(env_id, level, profile, variant)
     if not path.exists():
         raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}. "
                                 f"Build it with: {imagine_command(env_id, level, profile)}")
@@ -193,6 +220,10 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     report = check_rollouts(env_id, level, ds, tolerance=tolerance, progress=progress).report.to_dict()
     old = quality_path(path)
     _keep_generation_facts(old, report)
+    sample = path.with_name(f"imaginary-{level}.candidates.npz")
+    if variant != "unfiltered" and sample.exists():
+        report["all"] = check_rollouts(env_id, level, load_dataset(sample), tolerance=tolerance,
+                                       progress=progress).report.to_dict()
     report.update({"dataset": str(path), "filtered": bool(ds.metadata.get("filtered", False)),
                    "dropped": int(ds.metadata.get("dropped", 0)), "generator": ds.metadata.get("generator"),
                    "source": ds.metadata.get("source")})
@@ -208,25 +239,37 @@ def unfiltered_path(dataset_file: Path | str) -> Path:
 
 
 def filter_dataset(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
-                   progress: bool = True) -> dict[str, Any]:
-    """Drop the stored imaginary rollouts of ``level`` with an illegal state or a wrong transition.
+                   progress: bool = True, keep: str = "honest") -> dict[str, Any]:
+    """Filter the stored imaginary rollouts of ``level`` in place.
 
-    The dataset file is replaced by the kept rollouts (metadata ``filtered``, ``dropped``,
-    ``generated``); the original is kept beside it as ``imaginary-<level>.unfiltered.npz``.
-    Filtering an already filtered dataset drops nothing new.  Returns the quality report of
-    the rollouts before filtering, with ``dropped`` and ``kept`` (also written as JSON).
+    ``keep="honest"`` (default) keeps rollouts whose goal holds at the last imagined state and
+    whose imagined states are all legal, by the domain's pure functions only (no simulator);
+    ``keep="oracle"`` also drops rollouts with a transition the simulator disagrees with (a
+    diagnostic that reads the simulator on novel tasks; written as ``oracle`` in the metadata).
+    The dataset file is replaced by the kept rollouts (metadata ``filter``, ``oracle``,
+    ``dropped``, ``generated``); the original is kept beside it as
+    ``imaginary-<level>.unfiltered.npz``.  Returns the quality report of the rollouts before
+    filtering, with ``dropped`` and ``kept`` (also written as JSON).
     """
     from imaginebench.data.hub import dataset_path, imagine_command
     from imaginebench.data.storage import load_dataset, save_dataset
+    from imaginebench.envs.registry import load_domain
+    from imaginebench.imagination.generate import KEEP_MODES, honest_ok
 
+    if keep not in KEEP_MODES or keep == "none":
+        raise ValueError(f"Unknown filter {keep!r}; choose honest or oracle.")
     path = dataset_path(env_id, "imaginary", level, profile)
     if not path.exists():
         raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}. "
                                 f"Build it with: {imagine_command(env_id, level, profile)}")
     ds = load_dataset(path)
     episodes = list(ds)
+    domain = load_domain(env_id)
+    ok = np.asarray([honest_ok(domain, ep) for ep in episodes], bool)
     checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress)
-    kept = filter_episodes(episodes, checks)
+    if keep == "oracle":
+        ok &= checks.transitions_ok & checks.legal
+    kept = [ep for ep, k in zip(episodes, ok) if k]
     if not kept:
         raise ValueError(f"Filtering would drop all {len(episodes)} imaginary {level} rollouts in {path}; "
                          "the file is left as it is. Train the rollout model longer and generate again.")
@@ -234,7 +277,8 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     dropped = len(episodes) - len(kept) + (int(ds.metadata.get("dropped", 0)) if already else 0)
     if not already:
         save_dataset(ds, unfiltered_path(path), overwrite=True)
-    metadata = {**ds.metadata, "filtered": True, "dropped": dropped, "episodes": len(kept),
+    metadata = {**ds.metadata, "filtered": True, "filter": keep, "oracle": keep == "oracle" or
+                bool(ds.metadata.get("oracle", False)), "dropped": dropped, "episodes": len(kept),
                 "generated": int(ds.metadata.get("generated", len(episodes)))}
     action_shape = tuple(ds.actions.shape[1:])
     save_dataset(type(ds).from_episodes(kept, metadata=metadata, state_dim=ds.states.shape[1],
@@ -243,21 +287,31 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     old = quality_path(path)
     _keep_generation_facts(old, report)
     original = unfiltered_path(path)
-    report.update({"dataset": str(path), "filtered": True, "dropped": dropped, "kept": len(kept),
+    report.update({"dataset": str(path), "filtered": True, "filter": keep, "oracle": metadata["oracle"],
+                   "dropped": dropped, "kept": len(kept),
                    "unfiltered_dataset": str(original) if original.exists() else None})
     write_quality(old, report)
     return report
 
 
-COLUMNS = (("consistency", "consistency"), ("transition_correctness", "transition"), ("legality", "legality"))
+COLUMNS = (("consistency", "consistency"), ("transition_correctness", "transition"), ("legality", "legality"),
+           ("replay_success", "replay"))
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None or value != value else f"{100 * value:.1f}"
 
 
 def format_table(reports: Iterable[Mapping[str, Any]]) -> str:
-    """A plain-text table of quality reports (percentages)."""
-    lines = [f"{'env':<16}{'level':<10}{'rollouts':>9}{'steps':>8}{'consistency':>13}{'transition':>12}"
-             f"{'legality':>10}{'dropped':>9}"]
+    """A plain-text table of quality reports (percentages): kept rollouts, then all candidates when known."""
+    lines = [f"{'env':<16}{'level':<10}{'set':<6}{'rollouts':>9}{'steps':>8}{'consistency':>13}{'transition':>12}"
+             f"{'legality':>10}{'replay':>8}{'paper-tr':>9}{'dropped':>9}"]
     for r in reports:
-        pct = [f"{100 * r[k]:.1f}" if r[k] == r[k] else "n/a" for k, _ in COLUMNS]
-        lines.append(f"{r['env_id']:<16}{r['level']:<10}{r['episodes']:>9}{r['transitions']:>8}{pct[0]:>13}"
-                     f"{pct[1]:>12}{pct[2]:>10}{r.get('dropped', 0):>9}")
+        rows = [("kept", r)] + ([("all", r["all"])] if isinstance(r.get("all"), Mapping) else [])
+        for name, q in rows:
+            pct = [_pct(q.get(k)) for k, _ in COLUMNS]
+            dropped = r.get("dropped", 0) if name == "kept" else ""
+            lines.append(f"{r['env_id']:<16}{r['level']:<10}{name:<6}{q['episodes']:>9}{q['transitions']:>8}"
+                         f"{pct[0]:>13}{pct[1]:>12}{pct[2]:>10}{pct[3]:>8}"
+                         f"{_pct(q.get('transition_correctness_paper')):>9}{dropped:>9}")
     return "\n".join(lines)

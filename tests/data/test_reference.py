@@ -1,0 +1,108 @@
+"""Reference imaginary datasets shipped in the package: fallback, precedence, checksum."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import pytest
+
+from imaginebench.data import DatasetError, EpisodeDataset, get_dataset, load_imaginary, save_dataset
+from imaginebench.data import hub
+from imaginebench.data.hub import dataset_path, reference_available, reference_path
+from tests.data.helpers import random_dataset
+
+ENV, LEVEL, PROFILE = "BabyAI-v0", "easy", "tiny"
+
+
+def small_dataset(seed: int, source: str = "imaginary") -> EpisodeDataset:
+    ds = random_dataset(n=6, state_dim=17, seed=seed)
+    return EpisodeDataset.from_episodes(list(ds), state_dim=17,
+                                        metadata={"domain": ENV, "level": LEVEL, "source": source, "seed": seed})
+
+
+@pytest.fixture
+def reference_root(tmp_path, monkeypatch) -> Path:
+    """An empty reference folder in place of the packaged one."""
+    root = tmp_path / "reference_data"
+    root.mkdir()
+    (root / hub.REFERENCE_SUMS).write_text("# test checksums\n")
+    monkeypatch.setattr(hub, "REFERENCE_ROOT", root)
+    return root
+
+
+def ship(root: Path, ds: EpisodeDataset, level: str = LEVEL) -> Path:
+    """Save ``ds`` as the reference dataset of ``level`` and list its SHA-256."""
+    path = save_dataset(ds, root / ENV / PROFILE / f"imaginary-{level}.npz")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with (root / hub.REFERENCE_SUMS).open("a") as f:
+        f.write(f"{digest}  {path.relative_to(root).as_posix()}\n")
+    return path
+
+
+@pytest.fixture
+def real_train() -> Path:
+    return save_dataset(small_dataset(0, "real"), dataset_path(ENV, "real", "train", PROFILE))
+
+
+def test_packaged_folder_exists():
+    root = Path(hub.REFERENCE_ROOT)
+    assert (root / "README.md").is_file() and (root / "SHA256SUMS").is_file()
+    assert reference_path(ENV, LEVEL, PROFILE) == root / ENV / PROFILE / f"imaginary-{LEVEL}.npz"
+    with pytest.raises(ValueError, match="train level has no imaginary"):
+        reference_path(ENV, "train", PROFILE)
+    assert not reference_available(ENV, "train", PROFILE)
+
+
+def test_falls_back_to_reference(reference_root, real_train, caplog):
+    shipped = ship(reference_root, small_dataset(7))
+    assert reference_available(ENV, LEVEL, PROFILE)
+    assert reference_path(ENV, LEVEL, PROFILE) == shipped
+    assert not dataset_path(ENV, "imaginary", LEVEL, PROFILE).exists()
+    with caplog.at_level(logging.INFO, logger="imaginebench.data"):
+        real, imaginary = get_dataset(ENV, LEVEL, PROFILE)
+    assert imaginary is not None and len(imaginary) == 6
+    assert imaginary.metadata["reference"] is True
+    assert imaginary.metadata["path"] == str(shipped)
+    assert imaginary.metadata["seed"] == 7
+    assert "reference" not in real.metadata
+    messages = [r for r in caplog.records if r.name == "imaginebench.data" and r.levelno == logging.INFO]
+    assert any("reference dataset" in r.getMessage() and "imagine generate" in r.getMessage() for r in messages)
+
+
+def test_local_dataset_wins(reference_root, real_train):
+    ship(reference_root, small_dataset(7))
+    save_dataset(small_dataset(9), dataset_path(ENV, "imaginary", LEVEL, PROFILE))
+    _, imaginary = get_dataset(ENV, LEVEL, PROFILE)
+    assert imaginary is not None
+    assert imaginary.metadata["seed"] == 9 and "reference" not in imaginary.metadata
+
+
+def test_checksum_mismatch_raises_one_line(reference_root, real_train):
+    shipped = ship(reference_root, small_dataset(7))
+    raw = bytearray(shipped.read_bytes())
+    raw[-10] ^= 0xFF
+    shipped.write_bytes(bytes(raw))
+    with pytest.raises(DatasetError) as err:
+        load_imaginary(ENV, LEVEL, PROFILE)
+    message = str(err.value)
+    assert "\n" not in message
+    assert str(shipped) in message and "reinstall" in message.lower()
+
+
+def test_unlisted_reference_raises(reference_root):
+    path = save_dataset(small_dataset(7), reference_root / ENV / PROFILE / f"imaginary-{LEVEL}.npz")
+    with pytest.raises(DatasetError, match="reinstall") as err:
+        load_imaginary(ENV, LEVEL, PROFILE)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_no_reference_and_no_local_gives_none(reference_root, real_train, caplog):
+    ship(reference_root, small_dataset(7), level="hard")  # another level's reference does not count
+    assert not reference_available(ENV, LEVEL, PROFILE)
+    with caplog.at_level(logging.WARNING, logger="imaginebench.data"):
+        real, imaginary = get_dataset(ENV, LEVEL, PROFILE)
+    assert imaginary is None and len(real) == 6
+    assert any("imaginary is None" in r.getMessage() for r in caplog.records)
+    assert get_dataset(ENV, "train", PROFILE)[1] is None

@@ -1,0 +1,109 @@
+"""Best-of-N imagination: budgets, quotas, and the honest filter's independence from the simulator."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+from imaginebench.domains.env_base import InstructionEnv  # noqa: E402
+from imaginebench.envs.registry import load_domain  # noqa: E402
+from imaginebench.imagination import generate as gen  # noqa: E402
+from imaginebench.imagination.generate import GenerateConfig, StartSampler, best_of_n, honest_ok, task_quotas  # noqa: E402
+
+from .conftest import make_model  # noqa: E402
+
+ENV = "CLEVR-v0"
+
+
+def _run(monkeypatch, verdict, quotas_n=4, budget=3.0, level="hard"):
+    monkeypatch.setattr(gen, "honest_ok", lambda domain, ep: verdict(ep))
+    domain = load_domain(ENV)
+    sampler = StartSampler(ENV, level, seed=5)
+    try:
+        quotas = task_quotas(sampler.task_names[:2], quotas_n)
+        cfg = GenerateConfig(batch_size=8, budget=budget, max_steps=None)
+        horizons = {t: 3 for t in quotas}
+        return quotas, best_of_n(make_model(), domain, sampler, quotas, cfg, horizons, progress=False)
+    finally:
+        sampler.close()
+
+
+def test_best_of_n_stops_at_its_budget(monkeypatch):
+    quotas, out = _run(monkeypatch, lambda ep: False, budget=3.0)
+    for task, q in quotas.items():
+        assert out.per_task[task]["candidates"] == math.ceil(3.0 * q)
+        assert out.per_task[task]["kept"] == 0
+    assert out.kept == [] and len(out.candidates) == out.generated == sum(math.ceil(3.0 * q) for q in quotas.values())
+    # The unfiltered data is each task's first `quota` candidates.
+    assert len(out.unfiltered) == sum(quotas.values())
+
+
+def test_best_of_n_stops_at_the_quota(monkeypatch):
+    quotas, out = _run(monkeypatch, lambda ep: True, budget=10.0)
+    for task, q in quotas.items():
+        assert out.per_task[task]["kept"] == q
+        assert out.per_task[task]["candidates"] <= 2 * q  # first round asks for need / 0.5
+    assert len(out.kept) == sum(quotas.values())
+
+
+def test_best_of_n_keeps_only_passing_rollouts(monkeypatch):
+    seen = {"n": 0}
+
+    def every_third(ep):
+        seen["n"] += 1
+        return seen["n"] % 3 == 0
+
+    quotas, out = _run(monkeypatch, every_third, budget=20.0)
+    assert len(out.kept) == sum(quotas.values())
+    assert all(v["candidates"] > v["kept"] for v in out.per_task.values())
+
+
+def test_honest_filter_never_calls_the_simulator(monkeypatch, data_home):
+    """Generation with the default filter reads the simulator only for initial states (resets)."""
+    def boom(*args, **kwargs):
+        raise AssertionError("the honest filter called the simulator")
+
+    from imaginebench.domains.clevr.env import ClevrEnv
+
+    monkeypatch.setattr(ClevrEnv, "_simulate", boom)
+    monkeypatch.setattr(ClevrEnv, "set_state", boom)
+    monkeypatch.setattr(InstructionEnv, "step", boom)
+    domain = load_domain(ENV)
+    sampler = StartSampler(ENV, "easy", seed=2)
+    try:
+        quotas = task_quotas(sampler.task_names[:3], 3)
+        out = best_of_n(make_model(), domain, sampler, quotas, GenerateConfig(batch_size=8, budget=2.0),
+                        {t: 4 for t in quotas}, progress=False)
+    finally:
+        sampler.close()
+    assert out.generated >= 3
+
+
+def test_honest_ok_uses_the_domains_pure_functions(data_home):
+    import imaginebench
+    from imaginebench.data.collect import rollout
+
+    env = imaginebench.make(ENV, level="train", encode_instruction=False)
+    domain = env.unwrapped.domain
+    ep = rollout(env, env.unwrapped.tasks[0], seed=3)
+    assert ep.successes[-1] and honest_ok(domain, ep)
+    # Stop one step short of the goal: not kept.
+    from dataclasses import replace
+
+    short = replace(ep, states=ep.states[:-1], actions=ep.actions[:-1], rewards=ep.rewards[:-1],
+                    terminals=ep.terminals[:-1], truncations=ep.truncations[:-1], successes=ep.successes[:-1])
+    if len(short):
+        assert not honest_ok(domain, short)
+    # An illegal imagined state (two balls on one spot): not kept.
+    bad = ep.states.copy()
+    bad[1, :2] = bad[1, 2:4]
+    assert not honest_ok(domain, replace(ep, states=bad))
+    # Non-finite states: not kept.
+    nan = ep.states.copy()
+    nan[-1, 0] = np.nan
+    assert not honest_ok(domain, replace(ep, states=nan))
+    env.close()
