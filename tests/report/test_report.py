@@ -65,3 +65,17 @@ def test_report_without_records_says_how_to_make_them(tmp_path):
     result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "r")])
     assert result.exit_code == 1
     assert "No run records" in result.output and "imaginebench train" in result.output
+
+
+def test_comparison_table_marks_the_oracle_filter():
+    records = []
+    for data, value in (("real", 0.3), ("imaginary", 0.5), ("imaginary-unfiltered", 0.1), ("imaginary-oracle", 0.6),
+                        ("real-upper-bound", 0.9)):
+        records += [_record("CLEVR-v0", "easy", data, "discrete_bc", s, value, "BC") for s in range(3)]
+    text = markdown(aggregate(records))
+    assert "## CLEVR-v0 — imaginary rollouts vs none" in text
+    assert "| BC | real only | 30.0 ± 0.0 |" in text
+    assert "| BC | real + imaginary (honest filter) | 50.0 ± 0.0 |" in text
+    assert "| BC | real + imaginary (unfiltered) | 10.0 ± 0.0 |" in text
+    assert "| BC | real + imaginary (oracle filter) † | 60.0 ± 0.0 |" in text
+    assert "ORACLE filter" in text and "† oracle filter" in text

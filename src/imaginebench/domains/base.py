@@ -98,6 +98,32 @@ class StepOutcome:
     terms: Mapping[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What the domain's pure functions say about a batch of ``N`` transitions.
+
+    Attributes:
+        success: ``(N,)`` bool, the task holds after each transition.
+        reward: ``(N,)`` float64, total reward of each transition.
+        progress: the updated progress record of each row.
+    """
+
+    success: np.ndarray
+    reward: np.ndarray
+    progress: list[np.ndarray]
+
+
+def index_tasks(tasks: Sequence[Task]) -> tuple[list[Task], np.ndarray]:
+    """The distinct tasks of a batch (by name, in first-seen order) and each row's index into them.
+
+    Like :meth:`Domain.task`, this identifies a task by its name (unique within a domain).
+    """
+    slot: dict[str, int] = {}
+    codes = [slot.setdefault(task.name, len(slot)) for task in tasks]
+    by_name = {task.name: task for task in tasks}
+    return [by_name[name] for name in slot], np.asarray(codes, dtype=np.intp)
+
+
 class Domain(abc.ABC):
     """A domain: its state layout, its tasks per level and its pure state functions.
 
@@ -168,6 +194,76 @@ class Domain(abc.ABC):
     @abc.abstractmethod
     def is_legal(self, state: np.ndarray) -> bool:
         """Whether ``state`` is physically valid (bounds, overlaps, discrete values). Pure."""
+
+    def outcome_batch(
+        self,
+        tasks: Sequence[Task],
+        states: np.ndarray,
+        actions: np.ndarray,
+        next_states: np.ndarray,
+        progress: Sequence[np.ndarray],
+    ) -> BatchOutcome:
+        """:meth:`outcome` of ``N`` rows at once: row ``i`` is ``states[i] --actions[i]-->
+        next_states[i]`` for ``tasks[i]`` with ``progress[i]``.
+
+        ``states`` and ``next_states`` are ``(N, state_dim)``; ``actions`` is ``(N,)`` for
+        discrete domains and ``(N, action_dim)`` otherwise.  This default calls
+        :meth:`outcome` once per row; domains override it with array code that gives the
+        same answers.
+        """
+        states, actions, next_states = self._check_batch(tasks, states, actions, next_states, progress)
+        rows = [
+            self.outcome(task, states[i], actions[i], next_states[i], progress[i])
+            for i, task in enumerate(tasks)
+        ]
+        return BatchOutcome(
+            success=np.array([row.success for row in rows], dtype=bool),
+            reward=np.array([row.reward for row in rows], dtype=np.float64),
+            progress=[row.progress for row in rows],
+        )
+
+    def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
+        """:meth:`is_legal` of every row of ``states`` (``(N, state_dim)``) as an ``(N,)`` bool
+        array; rows with a non-finite value are illegal.  This default calls :meth:`is_legal`
+        once per finite row."""
+        states = self._check_states("states", states, None)
+        legal = np.isfinite(states).all(axis=1)
+        for i in np.flatnonzero(legal):
+            legal[i] = bool(self.is_legal(states[i]))
+        return legal
+
+    def _check_states(self, what: str, states: np.ndarray, n: int | None) -> np.ndarray:
+        """``states`` as a float64 ``(n, state_dim)`` array (any ``n`` when ``None``), else ``ValueError``."""
+        arr = np.asarray(states, dtype=np.float64)
+        if arr.shape == (0,) and not n:  # an empty list
+            arr = arr.reshape(0, self.state_dim)
+        rows = n if n is not None else len(arr) if arr.ndim == 2 else -1
+        if arr.shape != (rows, self.state_dim):
+            expected = f"({'N' if n is None else n}, {self.state_dim})"
+            raise ValueError(f"{self.env_id}: expected {what} of shape {expected}, got {arr.shape}")
+        return arr
+
+    def _check_batch(
+        self,
+        tasks: Sequence[Task],
+        states: np.ndarray,
+        actions: np.ndarray,
+        next_states: np.ndarray,
+        progress: Sequence[np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Validated ``(states, actions, next_states)`` of a batch of ``len(tasks)`` rows."""
+        n = len(tasks)
+        states = self._check_states("states", states, n)
+        next_states = self._check_states("next_states", next_states, n)
+        actions = np.asarray(actions)
+        expected = (n,) if self.discrete_actions else (n, self.action_dim)
+        if actions.size == 0 and n == 0:
+            actions = actions.reshape(expected)
+        if actions.shape != expected:
+            raise ValueError(f"{self.env_id}: expected actions of shape {expected}, got {actions.shape}")
+        if len(progress) != n:
+            raise ValueError(f"{self.env_id}: expected progress of length {n}, got {len(progress)}")
+        return states, actions, next_states
 
     def score_rollout(
         self, task: Task, states: np.ndarray, actions: np.ndarray

@@ -7,11 +7,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from imaginebench.domains.babyai import batch as B
 from imaginebench.domains.babyai import layout as L
 from imaginebench.domains.babyai import success as S
 from imaginebench.domains.babyai.legality import legality_errors
 from imaginebench.domains.babyai.tasks import build_tasks
-from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task
 
 
 class BabyAIDomain(Domain):
@@ -83,3 +84,36 @@ class BabyAIDomain(Domain):
     def legality_errors(self, state: np.ndarray) -> list[str]:
         """Why ``state`` is illegal (empty when legal)."""
         return legality_errors(state)
+
+    def outcome_batch(
+        self,
+        tasks: Sequence[Task],
+        states: np.ndarray,
+        actions: np.ndarray,
+        next_states: np.ndarray,
+        progress: Sequence[np.ndarray],
+    ) -> BatchOutcome:
+        """:meth:`outcome` of every row, vectorised per task family (see :mod:`.batch`).
+
+        Every family is array code.  Rows the array code cannot read like the per-row code
+        (non-finite or huge entries; ``line``/``pile`` rows with cells off the grid) go
+        through :meth:`outcome`.  Unlike :meth:`outcome`, nothing is memoised between calls:
+        the distance before each transition is always recomputed.
+        """
+        states, actions, next_states = self._check_batch(tasks, states, actions, next_states, progress)
+        p = np.asarray(progress, dtype=np.float64)
+        if len(tasks) == 0:
+            p = p.reshape(0, S.PROGRESS_DIM)
+        if p.shape != (len(tasks), S.PROGRESS_DIM):
+            raise ValueError(f"{self.env_id}: expected progress of shape ({len(tasks)}, {S.PROGRESS_DIM}), "
+                             f"got {p.shape}")
+        success, reward, next_p, handled = B.outcome_arrays(tasks, states, next_states, p, self.horizon)
+        records = list(next_p)
+        for i in np.flatnonzero(~handled):
+            row = self.outcome(tasks[i], states[i], actions[i], next_states[i], progress[i])
+            success[i], reward[i], records[i] = row.success, row.reward, row.progress
+        return BatchOutcome(success=success, reward=reward, progress=records)
+
+    def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
+        """:meth:`is_legal` of every row of an ``(N, 17)`` array, as array code."""
+        return B.legal_rows(self._check_states("states", states, None))
