@@ -106,3 +106,21 @@ def test_no_reference_and_no_local_gives_none(reference_root, real_train, caplog
     assert imaginary is None and len(real) == 6
     assert any("imaginary is None" in r.getMessage() for r in caplog.records)
     assert get_dataset(ENV, "train", PROFILE)[1] is None
+
+
+@pytest.mark.parametrize("env_id", ["CLEVR-v0", "BabyAI-v0"])
+@pytest.mark.parametrize("level", ["rephrase", "easy", "hard"])
+def test_shipped_reference_datasets_load_in_an_empty_data_home(env_id, level, data_home):
+    """The packaged small-profile datasets: checksummed, honest filter, full-depth model in metadata."""
+    from imaginebench.data.hub import load_imaginary
+
+    assert not (data_home / "datasets").exists()
+    honest = load_imaginary(env_id, level, "small")
+    assert honest is not None and len(honest) > 0
+    md = honest.metadata
+    assert md["reference"] is True and md["filter"] == "honest" and md["oracle"] is False
+    assert md["backbone"] == "smollm2-135m" and md["model"]["num_layers"] is None
+    assert md["level"] == level and md["domain"] == env_id
+    unfiltered = load_imaginary(env_id, level, "small", variant="unfiltered")
+    assert unfiltered is not None and unfiltered.metadata["filter"] == "none"
+    assert len(unfiltered) >= len(honest)

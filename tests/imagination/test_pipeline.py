@@ -159,3 +159,25 @@ def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
                               "--filter"])
     assert res.exit_code == 1 and "drop all 1" in res.output and "Traceback" not in res.output
     assert path.read_bytes() == before
+
+
+def test_oracle_variant_leaves_the_honest_dataset_alone(real_data, data_home):
+    from imaginebench.data.dataset import EpisodeDataset
+    from imaginebench.data.hub import imaginary_path
+    from imaginebench.data.storage import save_dataset
+
+    real, _ = get_dataset(ENV, "train", "tiny")
+    episodes = list(real)[:4]
+    bad = episodes[1].states.copy()
+    bad[1] = bad[0]  # nothing moves: a wrong transition, which only the simulator can tell
+    episodes[1] = replace(episodes[1], states=bad)
+    path = imaginary_path(ENV, "rephrase", "tiny")
+    save_dataset(EpisodeDataset.from_episodes(episodes, metadata={"source": "imaginary", "filter": "honest"},
+                                              state_dim=10), path)
+    before = path.read_bytes()
+    res = CliRunner().invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase",
+                                   "--write-oracle"])
+    assert res.exit_code == 0, res.output
+    assert path.read_bytes() == before
+    _, oracle = get_dataset(ENV, "rephrase", "tiny", variant="oracle")
+    assert len(oracle) == 3 and oracle.metadata["oracle"] is True and oracle.metadata["filter"] == "oracle"

@@ -41,11 +41,23 @@ def imagine_train(
     bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast (faster on CPUs with AMX; not validated)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads."),
     seed: int = typer.Option(0, "--seed"),
+    eval_every: Optional[int] = typer.Option(None, "--eval-every", help="Steps between validations (default: the "
+                                             "profile's)."),
+    early_stop_patience: Optional[int] = typer.Option(
+        None, "--early-stop-patience", help="Stop after this many validations in a row without improvement of the "
+        "summed per-task validation loss; generation then uses the best validation weights."),
+    early_stop_min_delta: float = typer.Option(0.0, "--early-stop-min-delta", help="Smallest improvement that counts."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Fine-tune the rollout model on the real train data (resumes an existing checkpoint)."""
     from imaginebench.imagination.pipeline import train
 
-    extra: dict = {}
+    extra: dict = {"early_stop_min_delta": early_stop_min_delta}
+    if eval_every is not None:
+        extra["eval_every"] = eval_every
+    if early_stop_patience is not None:
+        extra["early_stop_patience"] = early_stop_patience
     if adapter_lr is not None:
         extra["adapter_lr"] = adapter_lr
     if task_weights is not None:
@@ -54,9 +66,15 @@ def imagine_train(
         except ValueError:
             raise ValueError(f"--task-weights needs four numbers like 3,1,1,1; got {task_weights!r}.") from None
     r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
-              out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, **extra)
+              out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, device=device, progress=progress,
+              **extra)
+    import torch
+
+    gpu = (f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"
+           if torch.cuda.is_available() and torch.cuda.max_memory_allocated() else "")
     typer.echo(f"checkpoint {r.checkpoint}: {r.steps_done} steps ({r.steps_run} now, {r.steps_per_second:.2f} steps/s, "
-               f"peak RSS {r.peak_rss_mb:.0f} MB)")
+               f"peak RSS {r.peak_rss_mb:.0f} MB{gpu}); ended: {getattr(r, 'ended', None)}, "
+               f"best step {getattr(r, 'best_step', None)}")
     for task, losses in r.val_losses.items():
         parts = ", ".join(f"{k} {v:.4f}" for k, v in losses.items())
         typer.echo(f"  validation {task:<12} {parts}")
@@ -91,6 +109,7 @@ def imagine_generate(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     bf16: bool = typer.Option(False, "--bf16"),
     threads: Optional[int] = typer.Option(None, "--threads"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Imagine rollouts for novel instructions (best-of-N per task), filter them and save them."""
     from imaginebench.imagination.pipeline import generate
@@ -99,7 +118,7 @@ def imagine_generate(
     results = generate(env, profile, level, backbone=backbone, checkpoint=checkpoint, episodes=episodes,
                        temperature=temperature, batch_size=batch_size, seed=seed, filter_invalid=filter_invalid,
                        overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps, keep=keep,
-                       budget=budget, stop_on_end=stop_on_end, score=score, device=device)
+                       budget=budget, stop_on_end=stop_on_end, score=score, device=device, progress=progress)
     for r in results:
         t = r.throughput
         q = r.quality
@@ -123,12 +142,20 @@ def imagine_quality(
     filter_invalid: bool = typer.Option(False, "--filter", help="Old spelling of --keep oracle."),
     variant: str = typer.Option("honest", "--variant", help="Which stored dataset to score: honest, unfiltered, "
                                 "oracle."),
+    write_oracle: bool = typer.Option(False, "--write-oracle", help="Write imaginary-<level>.oracle.npz: the honest "
+                                      "rollouts whose transitions the simulator confirms (a diagnostic)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="With --write-oracle: replace an existing file."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Score stored imaginary rollouts: consistency, transition correctness, legality, replay success."""
-    from imaginebench.imagination.pipeline import quality
-    from imaginebench.imagination.quality import format_table
+    from imaginebench.imagination.pipeline import _levels, quality
+    from imaginebench.imagination.quality import format_table, oracle_variant
 
+    if write_oracle:
+        for lv in _levels(level):
+            r = oracle_variant(env, lv, profile, tolerance=tolerance, overwrite=overwrite)
+            typer.echo(f"{lv}: oracle kept {r['kept']} of {r['honest']} honest rollouts -> {r['dataset']}")
+        return
     reports = quality(env, profile, level, tolerance=tolerance, filter_invalid=filter_invalid, keep=keep,
                       variant=variant)
     typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))

@@ -3,14 +3,25 @@
 A checkpoint is a folder (default ``<data home>/models/rollout-lm/<env>/<profile>/<backbone>/``)::
 
     checkpoint.json    format, schema, package version, env id, profile, step, model config,
-                       train config, normaliser (state mean/std/integer dims), validation history
-    weights.safetensors  the trainable tensors (LoRA + numeric adapters; the whole model for full
-                       fine-tuning or a randomly initialised backbone)
-    optimizer.pt       optimiser/scheduler/RNG state to resume training (optional)
+                       train config, normaliser (state mean/std/integer dims), validation history,
+                       ``ended`` / ``best_step`` / ``best_val`` (from fine-tuning) and ``files``:
+                       the names of the three files below that belong to this checkpoint
+    weights-<step>-<id>.safetensors  the trainable tensors at ``step`` (LoRA + numeric adapters;
+                       the whole model for full fine-tuning or a randomly initialised backbone)
+    optimizer-<step>-<id>.pt  optimiser/scheduler/RNG state to resume training (optional)
+    best-<step>-<id>.safetensors  the trainable tensors of the best validation (only with early
+                       stopping; may also be the weights file itself when that step was the best)
     log.jsonl          one JSON line per logged training step / validation
 
-Every file is written to a temporary name and renamed.  The backbone itself is rebuilt from
-its name (``imaginebench.imagination.backbones``) when loading.
+**Atomic checkpoints.**  Every file is written to a temporary name and renamed, and data
+files get fresh names at every save; ``checkpoint.json`` is written last and is the commit
+point.  Files no longer named by it are deleted afterwards.  A save killed at any moment leaves
+the previous checkpoint complete and valid.  Checkpoints written before this layout
+(``weights.safetensors``, ``optimizer.pt``, no ``files`` entry) still load.
+
+:func:`load_checkpoint` loads the best weights when the checkpoint has them (``which="best"``,
+the default, used by generation) and the last ones with ``which="last"`` (resuming training).
+The backbone itself is rebuilt from its name (``imaginebench.imagination.backbones``).
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -27,11 +39,16 @@ from imaginebench.config import data_home, get_profile
 from imaginebench.fileio import atomic_path
 
 FORMAT = "imaginebench-rollout-lm"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: data files named in ``files`` (atomic saves), best weights, ``ended``; 1: fixed file names."""
 META = "checkpoint.json"
 WEIGHTS = "weights.safetensors"
+"""Weights file name of checkpoints without a ``files`` entry (older layout)."""
 OPTIMIZER = "optimizer.pt"
+"""Resume-state file name of checkpoints without a ``files`` entry (older layout)."""
 LOG = "log.jsonl"
+_DATA_FILE = re.compile(r"^(?:(?:weights|best)-.+\.safetensors|optimizer-.+\.pt)$")
+_STALE_TMP = re.compile(r"^\.(?:(?:weights|best)-.+\.safetensors|optimizer-.+\.pt|checkpoint\.json)\..*\.tmp$")
 
 
 def backbone_slug(backbone: str) -> str:
@@ -57,37 +74,104 @@ def _atomic_write(path: Path, write) -> None:
         write(str(tmp))
 
 
-def save_checkpoint(folder: Path, model: Any, meta: Mapping[str, Any],
-                    resume_state: Mapping[str, Any] | None = None) -> Path:
-    """Write ``model``'s trainable tensors, ``meta`` and (optionally) the resume state."""
+def _fresh_name(kind: str, step: int, suffix: str) -> str:
+    return f"{kind}-{int(step):08d}-{secrets.token_hex(4)}{suffix}"
+
+
+def _save_tensors(folder: Path, name: str, tensors: Mapping[str, torch.Tensor]) -> None:
     from safetensors.torch import save_file
 
+    cpu = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
+    _atomic_write(folder / name, lambda tmp: save_file(cpu, tmp, metadata={"format": FORMAT}))
+
+
+def checkpoint_files(meta: Mapping[str, Any]) -> dict[str, str]:
+    """``{"weights", "optimizer"[, "best"]}`` file names of a checkpoint (older layout included)."""
+    files = dict(meta.get("files") or {})
+    files.setdefault("weights", WEIGHTS)
+    files.setdefault("optimizer", OPTIMIZER)
+    return files
+
+
+def save_checkpoint(folder: Path, model: Any, meta: Mapping[str, Any],
+                    resume_state: Mapping[str, Any] | None = None,
+                    best: Mapping[str, torch.Tensor] | str | None = None) -> dict[str, str]:
+    """Write ``model``'s trainable tensors, the resume state and ``meta`` as one atomic checkpoint.
+
+    ``best``: the best-validation tensors to store beside (a mapping), ``"weights"`` (they are
+    this save's weights), the name of a file of the current checkpoint to keep, or ``None``.
+    ``meta["step"]`` tags the file names.  Returns the ``files`` entry written to the meta.
+    """
     from imaginebench import __version__
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.trainable_state().items()}
-    _atomic_write(folder / WEIGHTS, lambda tmp: save_file(tensors, tmp, metadata={"format": FORMAT}))
+    step = int(meta.get("step", 0))
+    files = {"weights": _fresh_name("weights", step, ".safetensors")}
+    _save_tensors(folder, files["weights"], model.trainable_state())
     if resume_state is not None:
-        _atomic_write(folder / OPTIMIZER, lambda tmp: torch.save(dict(resume_state), tmp))
+        files["optimizer"] = _fresh_name("optimizer", step, ".pt")
+        _atomic_write(folder / files["optimizer"], lambda tmp: torch.save(dict(resume_state), tmp))
+    if isinstance(best, str):
+        if best != "weights" and not (folder / best).exists():
+            raise FileNotFoundError(f"Best-weights file {folder / best} does not exist.")
+        files["best"] = files["weights"] if best == "weights" else best
+    elif best is not None:
+        files["best"] = _fresh_name("best", int(meta.get("best_step", step) or 0), ".safetensors")
+        _save_tensors(folder, files["best"], best)
     full = {
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "package_version": __version__,
         "backbone_source": model.backbone_source, "backbone_pretrained": model.backbone_pretrained,
         "state_dim": model.state_dim, "discrete_actions": model.discrete, "action_dim": model.action_dim,
-        "normaliser": model.normaliser.to_dict(), "model": model.config.to_dict(), **dict(meta),
+        "normaliser": model.normaliser.to_dict(), "model": model.config.to_dict(), **dict(meta), "files": files,
     }
-    _atomic_write(folder / META, lambda tmp: Path(tmp).write_text(json.dumps(full, indent=1)))
-    return folder
+    _write_meta(folder, full)  # the commit point
+    _collect_garbage(folder, files)
+    return files
+
+
+def _write_meta(folder: Path, meta: Mapping[str, Any]) -> None:
+    _atomic_write(folder / META, lambda tmp: Path(tmp).write_text(json.dumps(dict(meta), indent=1)))
+
+
+def _collect_garbage(folder: Path, files: Mapping[str, str]) -> None:
+    """Delete data files (and temporaries of killed saves) the committed checkpoint does not name."""
+    keep = set(files.values())
+    for path in folder.iterdir():
+        name = path.name
+        stale = (_DATA_FILE.match(name) or _STALE_TMP.match(name) or name in (WEIGHTS, OPTIMIZER))
+        if stale and name not in keep and path.is_file():
+            path.unlink(missing_ok=True)
+
+
+def update_meta(folder: Path, **changes: Any) -> dict[str, Any]:
+    """Rewrite fields of an existing checkpoint's ``checkpoint.json`` atomically (data files unchanged)."""
+    meta = read_checkpoint_meta(folder)
+    meta.update(changes)
+    _write_meta(Path(folder), meta)
+    return meta
+
+
+def remove_checkpoint(folder: Path) -> None:
+    """Delete a checkpoint (``checkpoint.json`` first, so a half-deleted one is no checkpoint) and its log."""
+    folder = Path(folder)
+    (folder / META).unlink(missing_ok=True)
+    if folder.is_dir():
+        _collect_garbage(folder, {})
+    (folder / LOG).unlink(missing_ok=True)
 
 
 def read_checkpoint_meta(folder: Path, train_hint: str | None = None) -> dict[str, Any]:
     """The checkpoint's ``checkpoint.json``; a clear error (naming ``train_hint``) when there is none."""
     folder = Path(folder)
     path = folder / META
-    if not path.exists() or not (folder / WEIGHTS).exists():
-        hint = f" Train one with: {train_hint}" if train_hint else ""
+    hint = f" Train one with: {train_hint}" if train_hint else ""
+    if not path.exists():
         raise FileNotFoundError(f"No rollout-model checkpoint at {folder}.{hint}")
     meta = json.loads(path.read_text())
+    missing = [n for k, n in checkpoint_files(meta).items() if k != "optimizer" and not (folder / n).exists()]
+    if missing:
+        raise FileNotFoundError(f"No complete rollout-model checkpoint at {folder} (missing {missing}).{hint}")
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path} is not a rollout-model checkpoint (format {meta.get('format')!r}).")
     if meta.get("schema_version", 0) > SCHEMA_VERSION:
@@ -97,28 +181,40 @@ def read_checkpoint_meta(folder: Path, train_hint: str | None = None) -> dict[st
 
 
 def load_checkpoint(folder: Path, device: torch.device | str | None = None,
-                    train_hint: str | None = None) -> tuple[Any, dict[str, Any]]:
-    """Rebuild the rollout model saved in ``folder``; returns ``(model, meta)``."""
+                    train_hint: str | None = None, which: str = "best") -> tuple[Any, dict[str, Any]]:
+    """Rebuild the rollout model saved in ``folder``; returns ``(model, meta)``.
+
+    ``which``: ``"best"`` loads the best-validation weights when the checkpoint has them (early
+    stopping) and the last weights otherwise; ``"last"`` always loads the last (resume) weights.
+    ``meta["loaded"]`` says which: ``{"which", "file", "step"}``.
+    """
     from safetensors.torch import load_file
 
     from imaginebench.imagination.backbones import load_backbone
     from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM, default_device
 
+    if which not in ("best", "last"):
+        raise ValueError(f"which must be 'best' or 'last', got {which!r}.")
     folder = Path(folder)
     meta = read_checkpoint_meta(folder, train_hint)
-    config = ModelConfig(**meta["model"])
+    files = checkpoint_files(meta)
+    use_best = which == "best" and "best" in files
+    path = folder / files["best" if use_best else "weights"]
+    meta["loaded"] = {"which": "best" if use_best else "last", "file": path.name,
+                      "step": meta.get("best_step") if use_best else meta.get("step")}
+    config = ModelConfig.from_dict(meta["model"])
     backbone = load_backbone(config.backbone, num_layers=config.num_layers)
     model = RolloutLM(backbone, config, meta["state_dim"], meta["discrete_actions"], meta["action_dim"],
                       Normaliser.from_dict(meta["normaliser"]))
-    saved = load_file(str(folder / WEIGHTS))
+    saved = load_file(str(path))
     params = dict(model.named_parameters())
     unknown = sorted(set(saved) - set(params))
     if unknown:
-        raise ValueError(f"{folder / WEIGHTS} holds tensors this model does not have: {unknown[:5]}")
+        raise ValueError(f"{path} holds tensors this model does not have: {unknown[:5]}")
     needed = set(model.trainable_state())
     missing = sorted(needed - set(saved))
     if missing:
-        raise ValueError(f"{folder / WEIGHTS} lacks tensors: {missing[:5]}")
+        raise ValueError(f"{path} lacks tensors: {missing[:5]}")
     with torch.no_grad():
         for name, value in saved.items():
             if params[name].shape != value.shape:
@@ -129,8 +225,18 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     return model, meta
 
 
-def load_resume_state(folder: Path) -> dict[str, Any] | None:
-    path = Path(folder) / OPTIMIZER
+def load_best_state(folder: Path, meta: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
+    """The best-validation tensors of a checkpoint (CPU), or ``None`` when it has none."""
+    from safetensors.torch import load_file
+
+    name = checkpoint_files(meta).get("best")
+    return None if name is None else load_file(str(Path(folder) / name))
+
+
+def load_resume_state(folder: Path, meta: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The optimiser/scheduler/RNG state of the checkpoint in ``folder`` (``None`` if absent)."""
+    meta = meta if meta is not None else read_checkpoint_meta(folder)
+    path = Path(folder) / checkpoint_files(meta)["optimizer"]
     if not path.exists():
         return None
     return torch.load(path, map_location="cpu", weights_only=False)
@@ -140,3 +246,21 @@ def append_log(folder: Path, record: Mapping[str, Any]) -> None:
     Path(folder).mkdir(parents=True, exist_ok=True)
     with open(Path(folder) / LOG, "a") as fh:
         fh.write(json.dumps(dict(record)) + "\n")
+
+
+def truncate_log(folder: Path, step: int) -> None:
+    """Drop log records of steps after ``step`` (work lost when a run stopped between checkpoints)."""
+    path = Path(folder) / LOG
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines()
+    keep = []
+    for line in lines:
+        try:
+            rec_step = json.loads(line).get("step")
+        except (json.JSONDecodeError, AttributeError):
+            continue  # a line cut short by a kill
+        if rec_step is None or rec_step <= step:
+            keep.append(line)
+    if len(keep) != len(lines):
+        _atomic_write(path, lambda tmp: Path(tmp).write_text("".join(f"{x}\n" for x in keep)))

@@ -2,10 +2,28 @@
 
 Every training example is one of the four tasks of :mod:`~imaginebench.imagination.formats`
 built from one real episode (task drawn with ``task_weights``).  Losses: MSE on standardised
-states (and on continuous actions), cross-entropy on discrete actions and on text tokens.
+states (and on continuous actions), cross-entropy on discrete actions and on text tokens,
+binary cross-entropy of the end head on the rollout task's states (``end``; an episode's last
+state is a positive only when the episode terminated, not when it was truncated).
 A fixed set of held-out episodes gives a per-task validation loss every ``eval_every`` steps.
 Checkpoints hold the trainable weights, the normaliser, both configs and the package version;
 training resumes from the last checkpoint in the output folder (optimiser and RNG included).
+
+**Resuming gives the same result.**  A run stopped at any moment (Ctrl-C, a kill) continues
+from its last checkpoint exactly as if it had never stopped: same weights, same validation
+history (checkpoints are atomic, see :mod:`~imaginebench.imagination.checkpoint`; the work done
+after the last checkpoint is lost and redone; log lines of those steps are dropped).  On
+``KeyboardInterrupt`` nothing of the unfinished work is saved: the last checkpoint is only
+marked ``ended: "interrupted"`` and the exception propagates.
+
+**Early stopping** (``early_stop_patience``): the criterion is the sum over the four tasks of
+the validation ``total`` loss; after ``early_stop_patience`` validations in a row that do not
+beat the best by more than ``early_stop_min_delta``, training stops and saves a checkpoint.
+With early stopping the checkpoint also keeps the best validation weights
+(``best-*.safetensors``); :func:`~imaginebench.imagination.checkpoint.load_checkpoint` (so
+generation) loads those, resuming loads the last ones.  ``checkpoint.json`` records
+``ended`` (``"steps"``, ``"early_stop"``, ``"interrupted"``; ``null`` for a checkpoint taken
+along the way), ``best_step`` and ``best_val``.
 """
 
 from __future__ import annotations
@@ -16,7 +34,7 @@ import resource
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -45,7 +63,7 @@ class TrainConfig:
         grad_clip: global gradient-norm clip (0 disables it).
         task_weights: sampling weights of the four tasks (rollout, dynamics, consequence,
             explanation).
-        loss_weights: weights of the ``state``, ``action`` and ``text`` losses.
+        loss_weights: weights of the ``state``, ``action``, ``text`` and ``end`` losses.
         max_rollout_steps: longer episodes are cut to a random window of this many steps
             (rollout and explanation examples).
         val_episodes: held-out episodes (at most 20% of the data).
@@ -56,6 +74,9 @@ class TrainConfig:
         seed: seed of the split, example sampling and initialisation.
         bf16: bfloat16 autocast (CPU with AMX or CUDA); faster, numerics not validated.
         threads: ``torch.set_num_threads`` (``None``: leave as is).
+        early_stop_patience: stop after this many validations in a row without improvement
+            of the summed per-task validation ``total`` loss (``None``: never stop early).
+        early_stop_min_delta: an improvement must lower that sum by more than this.
     """
 
     steps: int = 1000
@@ -66,7 +87,8 @@ class TrainConfig:
     warmup_steps: int = 20
     grad_clip: float = 1.0
     task_weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
-    loss_weights: Mapping[str, float] = field(default_factory=lambda: {"state": 1.0, "action": 1.0, "text": 1.0})
+    loss_weights: Mapping[str, float] = field(
+        default_factory=lambda: {"state": 1.0, "action": 1.0, "text": 1.0, "end": 1.0})
     max_rollout_steps: int = 64
     val_episodes: int = 64
     val_examples: int = 32
@@ -76,8 +98,14 @@ class TrainConfig:
     seed: int = 0
     bf16: bool = False
     threads: int | None = None
+    early_stop_patience: int | None = None
+    early_stop_min_delta: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.early_stop_patience is not None and self.early_stop_patience < 1:
+            raise ValueError(f"early_stop_patience must be >= 1 or None, got {self.early_stop_patience}.")
+        if not self.early_stop_min_delta >= 0:
+            raise ValueError(f"early_stop_min_delta must be >= 0, got {self.early_stop_min_delta}.")
         for name in ("steps", "batch_size", "max_rollout_steps", "eval_every", "checkpoint_every", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
@@ -109,6 +137,9 @@ class FinetuneResult:
     train_loss_first: float | None
     train_loss_last: float | None
     parameters: dict[str, int]
+    ended: str | None = None
+    best_step: int | None = None
+    best_val: float | None = None
 
 
 def data_spec(dataset: EpisodeDataset) -> tuple[int, bool, int]:
@@ -124,8 +155,11 @@ def data_spec(dataset: EpisodeDataset) -> tuple[int, bool, int]:
     return dataset.state_dim, discrete, action_dim
 
 
-def _episodes(dataset: EpisodeDataset) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    return [(ep.instruction, np.asarray(ep.states, np.float32), np.asarray(ep.actions)) for ep in dataset if len(ep)]
+def _episodes(dataset: EpisodeDataset) -> list[tuple[str, np.ndarray, np.ndarray, bool]]:
+    """``(instruction, states, actions, terminal)`` of the non-empty episodes; ``terminal``: the
+    episode ended by termination (its last ``terminals`` flag), not by a time limit."""
+    return [(ep.instruction, np.asarray(ep.states, np.float32), np.asarray(ep.actions), bool(ep.terminals[-1]))
+            for ep in dataset if len(ep)]
 
 
 def peak_rss_mb() -> float:
@@ -140,9 +174,38 @@ class _Sampler:
         self.task_p = w / w.sum()
 
     def example(self, rng: np.random.Generator, task: str | None = None):
-        instr, states, actions = self.episodes[int(rng.integers(len(self.episodes)))]
+        instr, states, actions, terminal = self.episodes[int(rng.integers(len(self.episodes)))]
         task = task or TASKS[int(rng.choice(len(TASKS), p=self.task_p))]
-        return self.builder.example(task, instr, states, actions, rng, self.cfg.max_rollout_steps)
+        return self.builder.example(task, instr, states, actions, rng, self.cfg.max_rollout_steps,
+                                    terminal=terminal)
+
+
+def val_score(val: Mapping[str, Mapping[str, float]]) -> float:
+    """The early-stopping criterion: the sum over tasks of the validation ``total`` loss."""
+    return float(sum(v["total"] for v in val.values()))
+
+
+@dataclass
+class _Best:
+    """Best validation so far and the early-stopping count (rebuilt from the history on resume)."""
+
+    patience: int | None
+    min_delta: float
+    step: int | None = None
+    value: float | None = None
+    bad: int = 0
+
+    def update(self, step: int, value: float) -> bool:
+        """Record a validation; return whether it is a new best."""
+        if self.value is None or value < self.value - self.min_delta:
+            self.step, self.value, self.bad = step, value, 0
+            return True
+        self.bad += 1
+        return False
+
+    @property
+    def stop(self) -> bool:
+        return self.patience is not None and self.bad >= self.patience
 
 
 def _schedule(cfg: TrainConfig):
@@ -175,7 +238,8 @@ def _autocast(model: RolloutLM, enabled: bool):
 @torch.no_grad()
 def validate(model: RolloutLM, val_sets: Mapping[str, list], batch_size: int, loss_weights: Mapping[str, float],
              bf16: bool = False) -> dict[str, dict[str, float]]:
-    """Mean losses per task on fixed validation examples: ``{task: {total, state, action, text}}``."""
+    """Mean losses per task on fixed validation examples: ``{task: {total, state, action, text, end}}``
+    (the components a task has)."""
     was_training = model.training
     model.eval()
     result: dict[str, dict[str, float]] = {}
@@ -185,7 +249,7 @@ def validate(model: RolloutLM, val_sets: Mapping[str, list], batch_size: int, lo
         for i in range(0, len(seqs), batch_size):
             with _autocast(model, bf16):
                 out = model.losses(collate(seqs[i:i + batch_size]), loss_weights)
-            for name in ("total", "state", "action", "text"):
+            for name in ("total", "state", "action", "text", "end"):
                 if name in out:
                     n = len(seqs[i:i + batch_size])
                     sums[name] = sums.get(name, 0.0) + float(out[name]) * n
@@ -206,12 +270,15 @@ def finetune(
     overwrite: bool = False,
     progress: bool = True,
     device: torch.device | str | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> FinetuneResult:
     """Fine-tune a rollout model on ``real`` and save it to ``out_dir``.
 
     With ``resume`` (default) an existing compatible checkpoint in ``out_dir`` is continued up
-    to ``train_config.steps``; ``overwrite`` starts over.  Returns timings, peak memory and the
-    last per-task validation losses.
+    to ``train_config.steps`` (a run that already stopped early stays stopped); ``overwrite``
+    deletes it and starts over.  ``on_step(steps_done)`` is called after every step (after its
+    validation and checkpoint).  Returns timings, peak memory, the last per-task validation
+    losses, how the run ended and its best validation.
     """
     mcfg = model_config or ModelConfig()
     tcfg = train_config or TrainConfig()
@@ -231,23 +298,31 @@ def finetune(
         raise FileExistsError(f"A checkpoint exists at {out_dir}; resume it (default) or pass --overwrite.")
     if existing and resume and not overwrite:
         meta = ckpt.read_checkpoint_meta(out_dir)
-        if ModelConfig(**meta["model"]) != mcfg:
+        if ModelConfig.from_dict(meta["model"]) != mcfg:
             raise ValueError(f"The checkpoint at {out_dir} was built with {meta['model']}, not {mcfg.to_dict()}; "
                              "pass --overwrite to start over (or choose another --out).")
         if meta.get("env_id") != env_id:
             raise ValueError(f"The checkpoint at {out_dir} is for {meta.get('env_id')}, not {env_id}.")
-        model, meta = ckpt.load_checkpoint(out_dir, device=device)
-        resume_state = ckpt.load_resume_state(out_dir)
+        model, meta = ckpt.load_checkpoint(out_dir, device=device, which="last")
+        resume_state = ckpt.load_resume_state(out_dir, meta)
         start = int(meta.get("step", 0))
         history = list(meta.get("val_history", []))
+        ended: str | None = meta.get("ended")
+        best_file: str | None = ckpt.checkpoint_files(meta).get("best")
+        ckpt.truncate_log(out_dir, start)
     else:
-        torch.manual_seed(tcfg.seed)
-        backbone = load_backbone(mcfg.backbone, num_layers=mcfg.num_layers)
-        model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, Normaliser.fit(real.states)).to(device)
-        start, history = 0, []
         if overwrite and existing:
-            for name in (ckpt.OPTIMIZER, ckpt.LOG):
-                (out_dir / name).unlink(missing_ok=True)
+            ckpt.remove_checkpoint(out_dir)
+        backbone = load_backbone(mcfg.backbone, num_layers=mcfg.num_layers)
+        torch.manual_seed(tcfg.seed)  # after loading: a first smollm2 conversion draws random numbers
+        model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, Normaliser.fit(real.states)).to(device)
+        start, history, ended, best_file = 0, [], None, None
+    best = _Best(tcfg.early_stop_patience, tcfg.early_stop_min_delta)
+    for record in history:
+        best.update(int(record["step"]), val_score(record["val"]))
+    keep_best = tcfg.early_stop_patience is not None
+    # Best weights not yet in a file: "weights" (the next save's weights) or CPU copies.
+    best_pending: Mapping[str, torch.Tensor] | str | None = None
 
     # Split: a fixed permutation, so a resumed run holds out the same episodes.
     order = np.random.default_rng(tcfg.seed).permutation(len(episodes))
@@ -274,54 +349,88 @@ def finetune(
                  "data": {"episodes": len(real), "train_episodes": len(train_eps), "val_episodes": len(val_eps),
                           "dataset": dict(real.metadata)}}
 
-    def save(step: int) -> None:
+    def save(step: int, how: str | None) -> None:
+        nonlocal best_file, best_pending
         state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                  "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
-        ckpt.save_checkpoint(out_dir, model, {**meta_base, "step": step, "val_history": history}, state)
+        meta = {**meta_base, "step": step, "val_history": history, "ended": how,
+                "best_step": best.step, "best_val": best.value}
+        files = ckpt.save_checkpoint(out_dir, model, meta, state,
+                                     best=(best_pending if best_pending is not None else best_file) if keep_best
+                                     else None)
+        best_file, best_pending = files.get("best"), None
 
     first_loss = last_loss = None
     val: dict[str, dict[str, float]] = history[-1]["val"] if history else {}
     t0 = time.perf_counter()
     steps_run = 0
-    bar = tqdm(range(start, tcfg.steps), desc=f"fine-tune {mcfg.backbone}", unit="step", disable=not progress,
-               initial=0, total=max(0, tcfg.steps - start))
-    for step in bar:
-        batch = collate([sampler.example(rng) for _ in range(tcfg.batch_size)])
-        with _autocast(model, tcfg.bf16):
-            out = model.losses(batch, tcfg.loss_weights)
-        optimizer.zero_grad(set_to_none=True)
-        out["total"].backward()
-        if tcfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], tcfg.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        steps_run += 1
-        loss = float(out["total"].detach())
-        if not math.isfinite(loss):
-            raise FloatingPointError(f"Training loss became {loss} at step {step + 1}; lower the learning rate.")
-        first_loss = loss if first_loss is None else first_loss
-        last_loss = loss
-        done = step + 1
-        record = {"step": done, "loss": loss, **{k: float(v.detach()) for k, v in out.items()
-                                                 if k in ("state", "action", "text")}}
-        bar.set_postfix(loss=f"{loss:.3f}")
-        if done % tcfg.log_every == 0:
-            ckpt.append_log(out_dir, {"kind": "train", **record,
-                                      "lr": scheduler.get_last_lr()[-1], "seconds": time.perf_counter() - t0})
-        if done % tcfg.eval_every == 0 or done == tcfg.steps:
-            val = validate(model, val_sets, tcfg.batch_size, tcfg.loss_weights, tcfg.bf16)
-            history.append({"step": done, "val": val})
-            ckpt.append_log(out_dir, {"kind": "val", "step": done, "val": val})
-            logger.info("step %d validation: %s", done, {k: round(v["total"], 4) for k, v in val.items()})
-        if done % tcfg.checkpoint_every == 0 or done == tcfg.steps:
-            save(done)
+    last_step = tcfg.steps if not best.stop else start  # a run that stopped early stays stopped
+    if best.stop:
+        logger.info("The checkpoint at %s already stopped early at step %d (best step %s).", out_dir, start, best.step)
+    bar = tqdm(range(start, last_step), desc=f"fine-tune {mcfg.backbone}", unit="step", disable=not progress,
+               initial=0, total=max(0, last_step - start))
+    try:
+        for step in bar:
+            batch = collate([sampler.example(rng) for _ in range(tcfg.batch_size)])
+            with _autocast(model, tcfg.bf16):
+                out = model.losses(batch, tcfg.loss_weights)
+            optimizer.zero_grad(set_to_none=True)
+            out["total"].backward()
+            if tcfg.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], tcfg.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            steps_run += 1
+            loss = float(out["total"].detach())
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"Training loss became {loss} at step {step + 1}; lower the learning rate.")
+            first_loss = loss if first_loss is None else first_loss
+            last_loss = loss
+            done = step + 1
+            record = {"step": done, "loss": loss, **{k: float(v.detach()) for k, v in out.items()
+                                                     if k in ("state", "action", "text", "end")}}
+            bar.set_postfix(loss=f"{loss:.3f}")
+            if done % tcfg.log_every == 0:
+                ckpt.append_log(out_dir, {"kind": "train", **record,
+                                          "lr": scheduler.get_last_lr()[-1], "seconds": time.perf_counter() - t0})
+            how = "steps" if done == tcfg.steps else None
+            if done % tcfg.eval_every == 0 or done == tcfg.steps:
+                val = validate(model, val_sets, tcfg.batch_size, tcfg.loss_weights, tcfg.bf16)
+                history.append({"step": done, "val": val})
+                ckpt.append_log(out_dir, {"kind": "val", "step": done, "val": val})
+                logger.info("step %d validation: %s", done, {k: round(v["total"], 4) for k, v in val.items()})
+                improved = best.update(done, val_score(val))
+                if best.stop:
+                    how = "early_stop"
+                    logger.info("Early stop at step %d: no improvement for %d validations (best step %d, %.4f).",
+                                done, best.bad, best.step, best.value)
+                saving = how is not None or done % tcfg.checkpoint_every == 0
+                if keep_best and improved:
+                    best_pending = "weights" if saving else {
+                        k: v.detach().to("cpu", copy=True) for k, v in model.trainable_state().items()}
+            if how is not None or done % tcfg.checkpoint_every == 0:
+                save(done, how)
+                if how is not None:
+                    ended = how
+            if on_step is not None:
+                on_step(done)
+            if how == "early_stop":
+                break
+    except KeyboardInterrupt:
+        bar.close()
+        if (out_dir / ckpt.META).exists() and ckpt.read_checkpoint_meta(out_dir).get("ended") in (None, "interrupted"):
+            meta = ckpt.update_meta(out_dir, ended="interrupted")  # only the meta: no unfinished work is saved
+            logger.warning("Interrupted; the checkpoint at %s (step %s) is intact and resumes from there.",
+                           out_dir, meta.get("step"))
+        raise
     bar.close()
     seconds = time.perf_counter() - t0
     if steps_run == 0 and not (out_dir / ckpt.META).exists():
-        save(start)
+        save(start, None)
+    steps_done = start + steps_run
     return FinetuneResult(
-        checkpoint=out_dir, steps_done=max(start, tcfg.steps) if steps_run else start, steps_run=steps_run,
+        checkpoint=out_dir, steps_done=steps_done, steps_run=steps_run,
         seconds=seconds, steps_per_second=steps_run / seconds if steps_run and seconds > 0 else 0.0,
         peak_rss_mb=peak_rss_mb(), val_losses=val, train_loss_first=first_loss, train_loss_last=last_loss,
-        parameters=model.parameter_counts(),
+        parameters=model.parameter_counts(), ended=ended, best_step=best.step, best_val=best.value,
     )

@@ -14,6 +14,13 @@ or the action head.  Generation uses the same rule, so training and generation l
     explanation  "Explain the goal of the following rollout. Rollout:" S0 A0 ... ST " Goal:"
                  " <instruction>" <eos>                            targets: instruction tokens, eos
 
+**End labels** (rollout task only): every state position S_t of a rollout example carries
+``ends`` = 1 if the real episode ended there by termination (success), else 0; every other
+position has -1 (no label).  The end logit of S_t is read from the hidden state *at* S_t (the
+one that also predicts A_t): "having seen S_t, does the rollout end here?".  An episode cut
+into a window by ``max_steps`` labels only its true last state, and only when the episode was
+terminal; a time-limit truncation's last state is labelled 0.
+
 ``<goal>`` is the instruction without trailing spaces and full stops.  Text is tokenised per
 piece (cached), so the generation prompt is token-for-token the training prompt.
 """
@@ -58,6 +65,8 @@ class Sequence:
         targets: ``(L,)`` bool, positions predicted from the position before.
         anchors: ``(L,)`` int, for state positions the index of the latest earlier state
             position (the reference of residual state prediction), else -1.
+        ends: ``(L,)`` int8 end-of-rollout labels: 1 (the episode ends at this state),
+            0 (it goes on) or -1 (no label); ``None`` means all -1.
     """
 
     task: str
@@ -67,6 +76,11 @@ class Sequence:
     actions: np.ndarray
     targets: np.ndarray
     anchors: np.ndarray
+    ends: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.ends is None:
+            self.ends = np.full(len(self.kinds), -1, np.int8)
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -87,8 +101,12 @@ class SequenceBuilder:
         return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     # ------------------------------------------------------------------ assembly
-    def _assemble(self, task: str, parts: list[tuple[int, Any, bool]]) -> Sequence:
-        """``parts``: (kind, value, target) with text values being strings (one entry per piece)."""
+    def _assemble(self, task: str, parts: list[tuple[int, Any, bool]],
+                  state_ends: Seq[int] | None = None) -> Sequence:
+        """``parts``: (kind, value, target) with text values being strings (one entry per piece).
+
+        ``state_ends``: one end label per state part, in order (default: no labels).
+        """
         kinds: list[int] = []
         tokens: list[int] = []
         targets: list[bool] = []
@@ -108,11 +126,16 @@ class SequenceBuilder:
         n = len(kinds)
         states = np.zeros((n, self.state_dim), dtype=np.float32)
         anchors = np.full(n, -1, dtype=np.int64)
+        ends = np.full(n, -1, dtype=np.int8)
+        if state_ends is not None and len(state_ends) != len(state_rows):
+            raise ValueError(f"{len(state_ends)} end labels for {len(state_rows)} states.")
         previous = -1
-        for pos, value in state_rows:
+        for i, (pos, value) in enumerate(state_rows):
             states[pos] = value
             anchors[pos] = previous
             previous = pos
+            if state_ends is not None:
+                ends[pos] = state_ends[i]
         if self.discrete:
             actions = np.zeros(n, dtype=np.int64)
         else:
@@ -120,7 +143,8 @@ class SequenceBuilder:
         for pos, value in action_rows:
             actions[pos] = value
         return Sequence(task=task, kinds=np.asarray(kinds, np.int8), tokens=np.asarray(tokens, np.int64),
-                        states=states, actions=actions, targets=np.asarray(targets, bool), anchors=anchors)
+                        states=states, actions=actions, targets=np.asarray(targets, bool), anchors=anchors,
+                        ends=ends)
 
     def _interleave(self, states: np.ndarray, actions: np.ndarray, targets: bool) -> list[tuple[int, Any, bool]]:
         parts: list[tuple[int, Any, bool]] = [(STATE, states[0], False)]
@@ -134,9 +158,14 @@ class SequenceBuilder:
         return self._assemble("rollout", [(TEXT, ROLLOUT_PROMPT.format(goal=goal_text(instruction)), False),
                                           (STATE, state0, False)])
 
-    def rollout(self, instruction: str, states: np.ndarray, actions: np.ndarray) -> Sequence:
+    def rollout(self, instruction: str, states: np.ndarray, actions: np.ndarray, ends_here: bool = True) -> Sequence:
+        """A rollout example; ``ends_here``: its last state is where the episode terminated.
+
+        End labels: 0 on every state but the last, which gets ``ends_here``.
+        """
+        ends = [0] * len(actions) + [int(bool(ends_here))]
         return self._assemble("rollout", [(TEXT, ROLLOUT_PROMPT.format(goal=goal_text(instruction)), False),
-                                          *self._interleave(states, actions, True)])
+                                          *self._interleave(states, actions, True)], state_ends=ends)
 
     def dynamics(self, state: np.ndarray, action: Any, next_state: np.ndarray) -> Sequence:
         p = DYNAMICS_PROMPT
@@ -155,11 +184,13 @@ class SequenceBuilder:
                                               (TEXT, p[1], False), (TEXT, answer, True)])
 
     def example(self, task: str, instruction: str, states: np.ndarray, actions: np.ndarray,
-                rng: np.random.Generator, max_steps: int | None = None) -> Sequence:
+                rng: np.random.Generator, max_steps: int | None = None, terminal: bool = True) -> Sequence:
         """An example of ``task`` from one episode (``states``: T+1 rows, ``actions``: T rows).
 
         Episodes longer than ``max_steps`` are cut to a random window of that many steps
         (rollout/explanation); dynamics uses one random transition of the episode.
+        ``terminal``: the episode ended by termination (success), not by a time limit; only
+        then is its last state labelled as the end of the rollout (rollout task).
         """
         t = len(actions)
         if t == 0:
@@ -169,11 +200,13 @@ class SequenceBuilder:
             return self.dynamics(states[k], actions[k], states[k + 1])
         if task == "consequence":
             return self.consequence(instruction, states[0], states[-1])
+        ends_here = bool(terminal)
         if max_steps is not None and t > max_steps:
             k = int(rng.integers(t - max_steps + 1))
             states, actions = states[k:k + max_steps + 1], actions[k:k + max_steps]
+            ends_here = ends_here and k + max_steps == t
         if task == "rollout":
-            return self.rollout(instruction, states, actions)
+            return self.rollout(instruction, states, actions, ends_here=ends_here)
         if task == "explanation":
             return self.explanation(instruction, states, actions)
         from imaginebench.domains.base import choice_error
@@ -183,7 +216,10 @@ class SequenceBuilder:
 
 @dataclass
 class Batch:
-    """Right-padded numpy arrays of a list of :class:`Sequence` (``B`` rows, ``L`` columns)."""
+    """Right-padded numpy arrays of a list of :class:`Sequence` (``B`` rows, ``L`` columns).
+
+    ``ends`` holds the end-of-rollout labels (-1 where none, also on padding); ``None``: none.
+    """
 
     kinds: np.ndarray
     tokens: np.ndarray
@@ -193,6 +229,7 @@ class Batch:
     anchors: np.ndarray
     mask: np.ndarray
     tasks: tuple[str, ...]
+    ends: np.ndarray | None = None
 
 
 def collate(seqs: Seq[Sequence], left_pad: bool = False) -> Batch:
@@ -208,6 +245,7 @@ def collate(seqs: Seq[Sequence], left_pad: bool = False) -> Batch:
     targets = np.zeros((b, length), bool)
     anchors = np.full((b, length), -1, np.int64)
     mask = np.zeros((b, length), bool)
+    ends = np.full((b, length), -1, np.int8)
     for i, s in enumerate(seqs):
         n = len(s)
         off = length - n if left_pad else 0
@@ -215,5 +253,6 @@ def collate(seqs: Seq[Sequence], left_pad: bool = False) -> Batch:
         kinds[i, sl], tokens[i, sl], states[i, sl] = s.kinds, s.tokens, s.states
         actions[i, sl], targets[i, sl], mask[i, sl] = s.actions, s.targets, True
         anchors[i, sl] = np.where(s.anchors >= 0, s.anchors + off, -1)
+        ends[i, sl] = s.ends
     return Batch(kinds=kinds, tokens=tokens, states=states, actions=actions, targets=targets,
-                 anchors=anchors, mask=mask, tasks=tuple(s.task for s in seqs))
+                 anchors=anchors, mask=mask, tasks=tuple(s.task for s in seqs), ends=ends)

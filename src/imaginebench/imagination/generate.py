@@ -195,21 +195,35 @@ def _round_states(model: Any, states: torch.Tensor) -> torch.Tensor:
     return states
 
 
+def _outcome_or_failure(domain: Domain, row: "_Rows", action: Any, state: np.ndarray) -> tuple[bool, float, np.ndarray]:
+    """One row's outcome; an imagined state the success functions cannot read is a failure."""
+    try:
+        o = domain.outcome(row.start.task, row.states[-1], action, state, row.progress)
+        return bool(o.success), float(o.reward), o.progress
+    except (ValueError, IndexError, KeyError, FloatingPointError, OverflowError):
+        return False, 0.0, row.progress
+
+
 def _outcomes(domain: Domain, rows: Sequence[_Rows], actions: list[Any], next_states: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """Success, reward and progress of one imagined step of every active row (batched when possible)."""
+    """Success, reward and progress of one imagined step of every active row (batched when possible).
+
+    Imagined states can be garbage (off the grid, overlapping): where the domain's functions
+    cannot read a state, that step is scored as no success and zero reward; the honest filter
+    rejects such rollouts anyway (their states are illegal).
+    """
     batch = getattr(domain, "outcome_batch", None)
-    prev = np.stack([r.states[-1] for r in rows])
     if batch is not None:
-        out = batch([r.start.task for r in rows], prev, np.asarray(actions), next_states, [r.progress for r in rows])
-        return np.asarray(out.success, bool), np.asarray(out.reward, np.float64), list(out.progress)
-    succ, rew, prog = [], [], []
-    for r, a, s in zip(rows, actions, next_states):
-        o = domain.outcome(r.start.task, r.states[-1], a, s, r.progress)
-        succ.append(bool(o.success))
-        rew.append(float(o.reward))
-        prog.append(o.progress)
-    return np.asarray(succ, bool), np.asarray(rew, np.float64), prog
+        prev = np.stack([r.states[-1] for r in rows])
+        try:
+            out = batch([r.start.task for r in rows], prev, np.asarray(actions), next_states,
+                        [r.progress for r in rows])
+            return np.asarray(out.success, bool), np.asarray(out.reward, np.float64), list(out.progress)
+        except (ValueError, IndexError, KeyError, FloatingPointError, OverflowError):
+            pass  # some row is unreadable: score row by row
+    results = [_outcome_or_failure(domain, r, a, s) for r, a, s in zip(rows, actions, next_states)]
+    return (np.asarray([x[0] for x in results], bool), np.asarray([x[1] for x in results], np.float64),
+            [x[2] for x in results])
 
 
 @torch.no_grad()
@@ -586,7 +600,8 @@ def generate_level(
         "state_dim": domain.state_dim, "discrete_actions": domain.discrete_actions, "action_dim": domain.action_dim,
         "backbone": model.backbone_name, "backbone_source": model.backbone_source,
         "model": model.config.to_dict(), "checkpoint": str(checkpoint_dir),
-        "checkpoint_step": checkpoint_meta.get("step"), "checkpoint_ended": checkpoint_meta.get("ended"),
+        "checkpoint_step": (checkpoint_meta.get("loaded") or {}).get("step", checkpoint_meta.get("step")),
+        "checkpoint_last_step": checkpoint_meta.get("step"), "checkpoint_ended": checkpoint_meta.get("ended"),
         "prompt": ROLLOUT_PROMPT, "sampling": asdict(cfg), "filter": cfg.keep, "oracle": cfg.keep == "oracle",
         "filtered": cfg.keep != "none", "dropped": result.generated - len(kept),
         "quota_shortfall_tasks": len(short), "device": device, "device_name": gpu,

@@ -8,6 +8,7 @@ Numbers enter and leave through new layers beside the token embedding and token 
                                                                                            v
       next state  <--denormalise-- [anchor state +] Linear(H, D) <--- h  (state head)
       action logits (discrete) / action values (continuous)  <---- Linear(H, A) <--- h
+      end-of-rollout logit  <---- Linear(H, 1) <--- h at a state position   (end head)
       next token logits  <---- token head (only at text targets)  <---- h
 
 Placeholders in a prompt (see :mod:`~imaginebench.imagination.formats`) are replaced by the
@@ -15,10 +16,26 @@ state/action embeddings when ``inputs_embeds`` is built.  States are standardise
 mean/std of the real data (stored in the checkpoint).  With ``residual_states`` the state
 head predicts the *change* from the latest earlier state in the sequence (its "anchor"),
 which for a rollout is the current state; the head starts at zero, i.e. "nothing moves".
+
+**End head** (``ModelConfig.end_head``): :meth:`RolloutLM.predict_end` maps the hidden state
+*at* a state position S_t (the hidden that also predicts the action A_t) to the logit of
+"the rollout ends at S_t"; it is trained with binary cross-entropy on the rollout task's state
+positions (see :mod:`~imaginebench.imagination.formats`, loss ``end``).  It starts at the
+probability :data:`END_PRIOR` everywhere (zero weights), so an untrained model never ends a
+rollout at a 0.5 threshold.  Checkpoints saved before it existed load without it
+(:attr:`RolloutLM.has_end_head` is ``False``).
+
+**Embedding scale** (``ModelConfig.match_embedding_scale``): freshly initialised numeric
+embeddings are rescaled so that their mean output norm equals the mean norm of the backbone's
+token-embedding rows.  The default ``nn.Linear``/``nn.Embedding`` initialisations are far
+larger: 4.5x (state) and 7.6x (action) SmolLM2-135M's token rows (norm 3.2), 31x and 50x the
+``tiny`` backbone's (0.23); see :meth:`RolloutLM.embedding_norms` and
+``benchmarks/embedding_scale.py``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
@@ -29,6 +46,12 @@ from torch.nn import functional as F
 
 from imaginebench.imagination.backbones import Backbone
 from imaginebench.imagination.formats import ACTION, STATE, TEXT, Batch
+
+
+END_PRIOR = 0.05
+"""Initial end-of-rollout probability of the end head (zero weights, bias = logit of this): an
+untrained model never ends a rollout by a 0.5 threshold, and early training starts near the
+rate of episode ends among the states of real rollouts."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +66,9 @@ class ModelConfig:
         lora_dropout: dropout on the LoRA path.
         num_layers: keep only the first N decoder layers (``None``: all).  Faster on CPU.
         residual_states: the state head predicts the change from the anchor state.
+        end_head: a learned end-of-rollout output (:meth:`RolloutLM.predict_end`).
+        match_embedding_scale: rescale the initial state/action embeddings to the token
+            embeddings' mean norm.
     """
 
     backbone: str = "smollm2-135m"
@@ -52,6 +78,11 @@ class ModelConfig:
     lora_dropout: float = 0.0
     num_layers: int | None = None
     residual_states: bool = True
+    end_head: bool = True
+    match_embedding_scale: bool = True
+
+    LEGACY_DEFAULTS = {"end_head": False, "match_embedding_scale": False}
+    """Values of fields missing from configs saved before the field existed."""
 
     def __post_init__(self) -> None:
         if self.lora_rank < 1:
@@ -61,6 +92,11 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ModelConfig":
+        """A saved config; fields it lacks (older checkpoints) get :attr:`LEGACY_DEFAULTS`."""
+        return cls(**{**cls.LEGACY_DEFAULTS, **dict(d)})
 
 
 @dataclass(frozen=True)
@@ -134,9 +170,15 @@ class RolloutLM(nn.Module):
         self.action_embed = nn.Embedding(action_dim, hidden) if self.discrete else nn.Linear(action_dim, hidden)
         self.state_head = nn.Linear(hidden, self.state_dim)
         self.action_head = nn.Linear(hidden, action_dim)
+        self.end_head: nn.Linear | None = nn.Linear(hidden, 1) if config.end_head else None
         if config.residual_states:
             nn.init.zeros_(self.state_head.weight)
             nn.init.zeros_(self.state_head.bias)
+        if self.end_head is not None:  # starts at the prior "ends here" probability END_PRIOR
+            nn.init.zeros_(self.end_head.weight)
+            nn.init.constant_(self.end_head.bias, math.log(END_PRIOR / (1.0 - END_PRIOR)))
+        if config.match_embedding_scale:
+            self.match_embedding_scale()
         self.register_buffer("state_mean", torch.as_tensor(normaliser.mean, dtype=torch.float32))
         self.register_buffer("state_std", torch.as_tensor(normaliser.std, dtype=torch.float32))
 
@@ -159,6 +201,44 @@ class RolloutLM(nn.Module):
     @property
     def device(self) -> torch.device:
         return self.state_mean.device
+
+    # ------------------------------------------------------------------ embedding scale
+    @staticmethod
+    def _output_norm(layer: nn.Module) -> float:
+        """Mean output norm of a numeric embedding layer.
+
+        ``nn.Embedding``: the mean row norm.  ``nn.Linear``: the root mean square output norm
+        for zero-mean, unit-variance, uncorrelated inputs (standardised states),
+        ``sqrt(||W||_F^2 + ||b||^2)``.
+        """
+        with torch.no_grad():
+            if isinstance(layer, nn.Embedding):
+                return float(layer.weight.float().norm(dim=-1).mean())
+            sq = layer.weight.float().pow(2).sum()
+            if layer.bias is not None:
+                sq = sq + layer.bias.float().pow(2).sum()
+            return float(sq.sqrt())
+
+    def embedding_norms(self) -> dict[str, float]:
+        """Mean vector norms: ``token`` (token-embedding rows), ``state``, ``action`` (see
+        :meth:`_output_norm`)."""
+        with torch.no_grad():
+            token = float(self.token_embed.weight.float().norm(dim=-1).mean())
+        return {"token": token, "state": self._output_norm(self.state_embed),
+                "action": self._output_norm(self.action_embed)}
+
+    def match_embedding_scale(self) -> dict[str, float]:
+        """Rescale the state/action embeddings' weights so that their mean output norm equals
+        the token embeddings' mean row norm; returns the norms before."""
+        before = self.embedding_norms()
+        with torch.no_grad():
+            for name in ("state", "action"):
+                layer = self.state_embed if name == "state" else self.action_embed
+                if before[name] > 0:
+                    factor = before["token"] / before[name]
+                    for p in layer.parameters():
+                        p.mul_(factor)
+        return before
 
     # ------------------------------------------------------------------ numbers
     def normalise(self, states: torch.Tensor) -> torch.Tensor:
@@ -192,11 +272,33 @@ class RolloutLM(nn.Module):
         with torch.autocast(device_type=hidden.device.type, enabled=False):
             return self.action_head(hidden.float())
 
+    @property
+    def has_end_head(self) -> bool:
+        """Whether this model predicts the end of a rollout (older checkpoints do not)."""
+        return self.end_head is not None
+
+    def predict_end(self, hidden: torch.Tensor) -> torch.Tensor:
+        """End-of-rollout logits ``(...,)`` (float32) from hidden states ``(..., H)``.
+
+        ``hidden`` must be the decoder output *at* a state position S_t, i.e. the last hidden
+        state after feeding S_t's embedding (the same hidden that predicts the action A_t).
+        ``sigmoid(logit)`` is the model's probability that the rollout ends at S_t.  In
+        generation: feed the state, then call ``predict_end(hidden)`` (and stop the rows whose
+        probability passes the chosen threshold) before choosing the next action.  Raises
+        ``RuntimeError`` when the model has no end head (``config.end_head`` is ``False``;
+        check :attr:`has_end_head`).
+        """
+        if self.end_head is None:
+            raise RuntimeError("This rollout model has no end head (ModelConfig.end_head=False, e.g. an older "
+                               "checkpoint); fall back to the domain's success test and the horizon.")
+        with torch.autocast(device_type=hidden.device.type, enabled=False):
+            return self.end_head(hidden.float()).squeeze(-1)
+
     # ------------------------------------------------------------------ sequences
     def tensors(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The numpy :class:`Batch` as tensors on the model's device."""
         d = self.device
-        return {
+        out = {
             "kinds": torch.as_tensor(batch.kinds, device=d).long(),
             "tokens": torch.as_tensor(batch.tokens, device=d),
             "states": torch.as_tensor(batch.states, device=d),
@@ -205,6 +307,9 @@ class RolloutLM(nn.Module):
             "anchors": torch.as_tensor(batch.anchors, device=d),
             "mask": torch.as_tensor(batch.mask, device=d),
         }
+        if batch.ends is not None:
+            out["ends"] = torch.as_tensor(batch.ends, device=d).long()
+        return out
 
     def embed(self, kinds: torch.Tensor, tokens: torch.Tensor, states: torch.Tensor,
               actions: torch.Tensor) -> torch.Tensor:
@@ -226,13 +331,14 @@ class RolloutLM(nn.Module):
         """Teacher-forced losses of a right-padded batch.
 
         Returns ``state`` (MSE of normalised states), ``action`` (cross-entropy, or MSE for
-        continuous actions), ``text`` (cross-entropy), the ``n_*`` target counts and
-        ``total`` = the weighted sum of the components that have targets.
+        continuous actions), ``text`` (cross-entropy), ``end`` (binary cross-entropy of the end
+        head at labelled state positions; only with an end head), the ``n_*`` target counts
+        and ``total`` = the weighted sum of the components that have targets (default weights 1).
         """
         t = self.tensors(batch)
         emb = self.embed(t["kinds"], t["tokens"], t["states"], t["actions"])
         hidden = self.decode(emb, attention_mask=t["mask"].long()).last_hidden_state
-        weights = {"state": 1.0, "action": 1.0, "text": 1.0, **(weights or {})}
+        weights = {"state": 1.0, "action": 1.0, "text": 1.0, "end": 1.0, **(weights or {})}
         out: dict[str, torch.Tensor] = {}
         total = hidden.new_zeros((), dtype=torch.float32)
         targets, kinds = t["targets"], t["kinds"]
@@ -255,6 +361,15 @@ class RolloutLM(nn.Module):
                 loss = F.cross_entropy(logits, t["tokens"][rows, cols])
             out[name] = loss
             total = total + weights[name] * loss
+        if self.end_head is not None and "ends" in t:
+            # The end label of state S_t is read from the hidden state AT S_t (not the one before).
+            rows, cols = torch.nonzero(t["ends"] >= 0, as_tuple=True)
+            out["n_end"] = torch.tensor(len(rows))
+            if len(rows):
+                logits = self.predict_end(hidden[rows, cols])
+                loss = F.binary_cross_entropy_with_logits(logits, t["ends"][rows, cols].float())
+                out["end"] = loss
+                total = total + weights["end"] * loss
         out["total"] = total
         return out
 

