@@ -13,9 +13,11 @@ import abc
 import difflib
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 LEVELS: tuple[str, ...] = ("train", "rephrase", "easy", "hard")
 """Evaluation levels, in order of increasing distance from the real data."""
@@ -122,6 +124,26 @@ def index_tasks(tasks: Sequence[Task]) -> tuple[list[Task], np.ndarray]:
     codes = [slot.setdefault(task.name, len(slot)) for task in tasks]
     by_name = {task.name: task for task in tasks}
     return [by_name[name] for name in slot], np.asarray(codes, dtype=np.intp)
+
+
+def per_task_cache(build: Callable[[Task], T], size: int = 4096) -> Callable[[Task], T]:
+    """``build(task)`` memoised per task object (identity; the object is kept to check it).
+
+    The cache is cleared when it holds more than ``size`` tasks.
+    """
+    cache: dict[int, tuple[Task, T]] = {}
+
+    def cached(task: Task) -> T:
+        hit = cache.get(id(task))
+        if hit is not None and hit[0] is task:
+            return hit[1]
+        if len(cache) > size:
+            cache.clear()
+        value = build(task)
+        cache[id(task)] = (task, value)
+        return value
+
+    return cached
 
 
 class Domain(abc.ABC):

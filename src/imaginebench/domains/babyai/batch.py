@@ -24,7 +24,7 @@ import numpy as np
 
 from imaginebench.domains.babyai import layout as L
 from imaginebench.domains.babyai import success as S
-from imaginebench.domains.base import Task, index_tasks
+from imaginebench.domains.base import Task, index_tasks, per_task_cache
 
 OBJECTS: tuple[str, ...] = (*L.OBJECT_TYPES, "door")
 """Object index used by the array code: ball 0, box 1, key 2, door 3."""
@@ -68,19 +68,8 @@ def task_codes(task: Task) -> TaskCodes:
     )
 
 
-_CODES: dict[int, tuple[Task, TaskCodes]] = {}
-"""Cache of :func:`task_codes` keyed by task object (the object is kept to check identity)."""
-
-
-def _cached_codes(task: Task) -> TaskCodes:
-    hit = _CODES.get(id(task))
-    if hit is not None and hit[0] is task:
-        return hit[1]
-    if len(_CODES) > 4096:
-        _CODES.clear()
-    codes = task_codes(task)
-    _CODES[id(task)] = (task, codes)
-    return codes
+_cached_codes = per_task_cache(task_codes)
+""":func:`task_codes` memoised per task object."""
 
 
 @dataclass(frozen=True)

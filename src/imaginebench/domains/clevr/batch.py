@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from imaginebench.domains.base import Task, index_tasks
+from imaginebench.domains.base import Task, index_tasks, per_task_cache
 from imaginebench.domains.clevr import success as S
 from imaginebench.domains.clevr.physics import N_BALLS
 
@@ -105,21 +105,14 @@ class TaskCodes:
     row: np.ndarray
 
 
-_CODES: dict[int, tuple[Task, TaskCodes]] = {}
-"""Cache of task codes keyed by task object (the object is kept to check identity)."""
-
-
-def _cached_codes(task: Task) -> TaskCodes:
-    hit = _CODES.get(id(task))
-    if hit is not None and hit[0] is task:
-        return hit[1]
-    if len(_CODES) > 4096:
-        _CODES.clear()
+def _task_codes(task: Task) -> TaskCodes:
     values = task_values(task)
     n_goals = max(GOAL_SLOTS, len(values["goal_valid"]))
-    codes = TaskCodes(values, n_goals, _flatten(values, n_goals))
-    _CODES[id(task)] = (task, codes)
-    return codes
+    return TaskCodes(values, n_goals, _flatten(values, n_goals))
+
+
+_cached_codes = per_task_cache(_task_codes)
+"""Task codes memoised per task object."""
 
 
 @dataclass(frozen=True)
