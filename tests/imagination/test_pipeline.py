@@ -181,3 +181,17 @@ def test_oracle_variant_leaves_the_honest_dataset_alone(real_data, data_home):
     assert path.read_bytes() == before
     _, oracle = get_dataset(ENV, "rephrase", "tiny", variant="oracle")
     assert len(oracle) == 3 and oracle.metadata["oracle"] is True and oracle.metadata["filter"] == "oracle"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["imagine", "generate", "--keep", "strict"], "Unknown keep mode 'strict'"),
+    (["imagine", "generate", "--budget", "0.5"], "budget must be >= 1"),
+    (["imagine", "generate", "--device", "tpu9"], "Unknown device 'tpu9'"),
+    (["imagine", "generate", "--max-steps", "0"], "max_steps must be >= 1"),
+    (["imagine", "quality", "--variant", "best"], "Unknown imaginary data variant 'best'"),
+    (["train", "--algo", "discrete_bc", "--level", "easy", "--imaginary", "perfect"], "Unknown --imaginary 'perfect'"),
+])
+def test_bad_imagination_options_give_one_line_errors(args, message):
+    res = CliRunner().invoke(app, [*args, "--env", ENV, "--profile", "tiny"])
+    assert res.exit_code != 0 and message in res.output and "Traceback" not in res.output
+    assert len([line for line in res.output.splitlines() if line.startswith("error")]) == 1

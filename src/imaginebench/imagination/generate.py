@@ -495,10 +495,8 @@ class GenerateResult:
     quality: dict[str, Any]
 
 
-def variant_path(path: Path, keep: str) -> Path:
-    """Where the dataset of a keep mode lives beside the default (honest) one."""
-    p = Path(path)
-    return p if keep == "honest" else p.with_name(f"{p.stem}.{'unfiltered' if keep == 'none' else keep}.npz")
+KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle"}
+"""Keep mode -> stored dataset variant (:data:`imaginebench.data.hub.IMAGINARY_VARIANTS`)."""
 
 
 def generate_level(
@@ -531,7 +529,7 @@ def generate_level(
     """
     from imaginebench import __version__
     from imaginebench.config import get_profile
-    from imaginebench.data.hub import dataset_path
+    from imaginebench.data.hub import imaginary_path
     from imaginebench.data.storage import save_dataset
     from imaginebench.domains.base import check_level, choice_error
     from imaginebench.envs.registry import load_domain
@@ -544,9 +542,9 @@ def generate_level(
     if level not in IMAGINARY_LEVELS:
         raise choice_error("imaginary level", level, IMAGINARY_LEVELS)
     prof = get_profile(profile)
-    base_path = dataset_path(env_id, "imaginary", level, prof.name)
-    path = variant_path(base_path, cfg.keep)
-    extra_paths = [] if cfg.keep == "none" else [variant_path(base_path, "none"),
+    base_path = imaginary_path(env_id, level, prof.name)
+    path = imaginary_path(env_id, level, prof.name, KEEP_VARIANT[cfg.keep])
+    extra_paths = [] if cfg.keep == "none" else [imaginary_path(env_id, level, prof.name, "unfiltered"),
                                                   base_path.with_name(f"{base_path.stem}.candidates.npz")]
     for p in (path, *extra_paths):
         if p.exists() and not overwrite:
