@@ -19,7 +19,10 @@ sources`` (name, level, episodes, transitions, batch share, path), ``mix_ratio, 
 checkpoint_every, batch_size, eval`` (levels, episodes per task, episodes per level),
 ``score`` (level -> mean success of the last five checkpoints), ``success`` (score at the
 target level), ``per_task`` (level -> task -> mean over the last five checkpoints),
-``curve`` (per checkpoint: step, and per level success, per-task success, mean length),
+``reference`` (level -> success of the uniformly random policy and of the expert on the
+run's own evaluation episodes, see :mod:`imaginebench.evaluation.reference`),
+``normalised`` (level -> 100·(score − random)/(expert − random), null where the expert is not
+above chance), ``curve`` (per checkpoint: step, and per level success, per-task success, mean length),
 ``config`` (algorithm fields, encoder, standardisation), ``versions``, and ``timing``
 (wall/train/eval seconds, steps/s, start and end time, step resumed from) — everything
 that may differ between two runs of the same seed lives under ``timing``.

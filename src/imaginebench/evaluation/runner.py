@@ -343,6 +343,8 @@ def train(spec: RunSpec, *, progress: bool = True, encoder: Any = None,
 
     encoder_name = str(getattr(encoder, "name", spec.encoder or "default"))
     record = _record(spec, algo_spec, domain, config, source, encoder_name, source_info, curve, levels)
+    if env_factory is None:  # a custom env factory has no cached references to compare with
+        add_references(record)
     wall = time.perf_counter() - started
     record["timing"] = {
         "wall_time_s": round(wall, 3), "train_time_s": round(elapsed["train"], 3),
@@ -355,6 +357,23 @@ def train(spec: RunSpec, *, progress: bool = True, encoder: Any = None,
     write_json(record_path, record)
     ckpt_path.unlink(missing_ok=True)
     return RunResult(record, path, skipped=False, resumed_from=resumed_from)
+
+
+def add_references(record: dict[str, Any]) -> dict[str, Any]:
+    """Add the random and expert policies' success on the run's own evaluation episodes, and
+    the normalised score (0 = random, 100 = expert), to ``record`` (in place; returned)."""
+    from imaginebench.evaluation.reference import normalised_score, reference_scores
+
+    refs, norm = {}, {}
+    for lv in record["eval"]["levels"]:
+        ref = reference_scores(record["env"], lv, record["eval"]["episodes_per_task"], record["seed"])
+        refs[lv] = {"random": ref["random"]["success"], "expert": ref["expert"]["success"],
+                    "episodes": ref["episodes"]}
+        value = normalised_score(record["score"][lv], refs[lv]["random"], refs[lv]["expert"])
+        norm[lv] = value if np.isfinite(value) else None  # null: the expert is not above chance here
+    record["reference"] = refs
+    record["normalised"] = norm
+    return record
 
 
 def _record(spec: RunSpec, algo_spec: AlgoSpec, domain: Any, config: Any, source: Any, encoder_name: str,

@@ -3,6 +3,12 @@
 A cell's value is the run score (mean success over the last five checkpoints) at the run's
 target level; over seeds it is reported as mean ± standard deviation (sample std, ``ddof=1``;
 0 for a single seed).  Figures draw half a standard deviation as the error bar (SPEC §7).
+
+Every table also shows the chance level and the ceiling: the uniformly random policy's and the
+expert's success on the same evaluation episodes (same protocol, same seeds; see
+:mod:`imaginebench.evaluation.reference`), and beside each success rate the **normalised
+score** 100·(success − random)/(expert − random), per seed, then mean ± std (D4RL's convention:
+0 = chance, 100 = expert).
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ class Cell:
     seeds: list[int] = field(default_factory=list)
     steps: int = 0
     wall_time_s: float = 0.0
+    normalised: list[float] = field(default_factory=list)
+    reference: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
+    """(seed, evaluation episodes per task) -> (random success, expert success)."""
+    encoders: set[str] = field(default_factory=set)
+    """Instruction encoders of the runs."""
 
     @property
     def n(self) -> int:
@@ -63,11 +74,36 @@ class Cell:
     def text(self) -> str:
         return f"{100 * self.mean:.1f} ± {100 * self.std:.1f}" + (f" (n={self.n})" if self.n != 3 else "")
 
+    def normalised_text(self) -> str:
+        """Normalised score, mean ± std over seeds ("–" when undefined: expert not above chance)."""
+        values = [v for v in self.normalised if np.isfinite(v)]
+        if not values or len(values) < len(self.normalised):
+            return "–"
+        std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        return f"{float(np.mean(values)):.1f} ± {std:.1f}"
 
-def aggregate(records: Iterable[dict[str, Any]]) -> list[Cell]:
-    """Group records by (env, profile, level, data, algorithm), sorted for display."""
+
+def _with_references(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with reference scores (records written before they existed get them now)."""
+    if "reference" in record and record["level"] in record.get("reference", {}):
+        return record
+    if "eval" not in record or "score" not in record:  # not a protocol run: nothing to compare with
+        return record
+    from imaginebench.evaluation.runner import add_references
+
+    return add_references(dict(record))
+
+
+def aggregate(records: Iterable[dict[str, Any]], references: bool = True) -> list[Cell]:
+    """Group records by (env, profile, level, data, algorithm), sorted for display.
+
+    With ``references`` each cell also gets the random/expert reference of its seeds and the
+    normalised scores (computed and cached for records that lack them).
+    """
     cells: dict[tuple, Cell] = {}
     for r in records:
+        if references:
+            r = _with_references(r)
         tag = r.get("tag")
         algo = f"{r['algo']}@{tag}" if tag else r["algo"]
         label = r.get("algo_label", r["algo"]) + (f" [{tag}]" if tag else "")
@@ -77,6 +113,12 @@ def aggregate(records: Iterable[dict[str, Any]]) -> list[Cell]:
         cell.seeds.append(int(r["seed"]))
         cell.steps = max(cell.steps, int(r.get("steps", 0)))
         cell.wall_time_s += float(r.get("timing", {}).get("wall_time_s") or 0.0)
+        cell.encoders.add(str(r.get("config", {}).get("encoder") or "default"))
+        if "reference" in r:
+            ref = r["reference"][r["level"]]
+            cell.reference[(int(r["seed"]), int(r["eval"]["episodes_per_task"]))] = (ref["random"], ref["expert"])
+            value = r["normalised"][r["level"]]
+            cell.normalised.append(float("nan") if value is None else float(value))
 
     def order(c: Cell) -> tuple:
         return (c.env, c.profile, DATA_ORDER.index(c.data) if c.data in DATA_ORDER else 99,
@@ -86,15 +128,68 @@ def aggregate(records: Iterable[dict[str, Any]]) -> list[Cell]:
     return sorted(cells.values(), key=order)
 
 
+REFERENCE_LABELS = {"random": "uniformly random policy (chance)", "expert": "expert"}
+
+
+def level_references(cells: Sequence[Cell], level: str) -> dict[str, tuple[float, float, int]]:
+    """Random and expert success at ``level`` over the (seed, episodes) settings of ``cells``:
+    ``{"random": (mean, std, n), "expert": (...)}``; empty when no cell has references."""
+    merged: dict[tuple[int, int], tuple[float, float]] = {}
+    for c in cells:
+        if c.level == level:
+            merged.update(c.reference)
+    if not merged:
+        return {}
+    out = {}
+    for i, name in enumerate(("random", "expert")):
+        values = [v[i] for v in merged.values()]
+        out[name] = (float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0, len(values))
+    return out
+
+
+def _ref_text(mean: float, std: float, n: int) -> str:
+    return f"{100 * mean:.1f} ± {100 * std:.1f}" + (f" (n={n})" if n != 3 else "")
+
+
+def _reference_rows(cells: Sequence[Cell], levels: Sequence[str], lead: int, normalised: bool) -> list[str]:
+    """Markdown rows for chance and expert (``lead`` empty cells after the label)."""
+    refs = {lv: level_references(cells, lv) for lv in levels}
+    if not any(refs.values()):
+        return []
+    rows = []
+    for name, label in REFERENCE_LABELS.items():
+        row = []
+        for lv in levels:
+            row.append(_ref_text(*refs[lv][name]) if name in refs[lv] else "–")
+            if normalised:
+                row.append(("0" if name == "random" else "100") if name in refs[lv] else "–")
+        rows.append(f"| *{label}* | " + "| " * lead + " | ".join(row) + " |")
+    return rows
+
+
+def _header(levels: Sequence[str], normalised: bool) -> tuple[str, int]:
+    if not normalised:
+        return " | ".join(levels), len(levels)
+    return " | ".join(f"{lv} | {lv} norm." for lv in levels), 2 * len(levels)
+
+
+def _cells_text(cell: Cell | None, normalised: bool) -> list[str]:
+    if cell is None:
+        return ["–", "–"] if normalised else ["–"]
+    return [cell.text(), cell.normalised_text()] if normalised else [cell.text()]
+
+
 def _table(cells: Sequence[Cell]) -> list[str]:
     levels = [lv for lv in LEVELS if any(c.level == lv for c in cells)]
     algos = list(dict.fromkeys((c.algo, c.label) for c in cells))
-    lines = ["| algorithm | " + " | ".join(levels) + " |", "|---|" + "---:|" * len(levels)]
+    normalised = any(c.normalised for c in cells)
+    header, width = _header(levels, normalised)
+    lines = ["| algorithm | " + header + " |", "|---|" + "---:|" * width]
     index = {(c.algo, c.level): c for c in cells}
     for algo, label in algos:
-        row = [index[(algo, lv)].text() if (algo, lv) in index else "–" for lv in levels]
+        row = [t for lv in levels for t in _cells_text(index.get((algo, lv)), normalised)]
         lines.append(f"| {label} (`{algo}`) | " + " | ".join(row) + " |")
-    return lines
+    return lines + _reference_rows(cells, levels, 0, normalised)
 
 
 def in_setting(cell: Cell, data: str) -> bool:
@@ -126,14 +221,17 @@ def comparison(cells: Sequence[Cell]) -> list[str]:
         if not levels or len({c.data for c in group}) < 2:
             continue
         index = {(c.algo, c.data, c.level): c for c in group}
+        normalised = any(c.normalised for c in group)
+        header, width = _header(levels, normalised)
         out += [f"## {env} — imaginary rollouts vs none (profile `{profile}`)", "",
-                "| algorithm | training data | " + " | ".join(levels) + " |", "|---|---|" + "---:|" * len(levels)]
+                "| algorithm | training data | " + header + " |", "|---|---|" + "---:|" * width]
         for algo, label in dict.fromkeys((c.algo, c.label) for c in group):
             for data in DATA_ORDER:
                 if not any((algo, data, lv) in index for lv in levels):
                     continue
-                row = [index[(algo, data, lv)].text() if (algo, data, lv) in index else "–" for lv in levels]
+                row = [t for lv in levels for t in _cells_text(index.get((algo, data, lv)), normalised)]
                 out.append(f"| {label} | {DATA_SHORT.get(data, data)} | " + " | ".join(row) + " |")
+        out += _reference_rows(group, levels, 1, normalised)
         out.append("")
         if any(c.data == "imaginary-oracle" for c in group):
             out += ["† oracle filter: keeps only imagined rollouts whose transitions the simulator confirms; it "
@@ -144,7 +242,10 @@ def comparison(cells: Sequence[Cell]) -> list[str]:
 def markdown(cells: Sequence[Cell]) -> str:
     """Markdown tables: one per (env, profile, data variant); success in % as mean ± std over seeds."""
     intro = ("Success rate (%) at each run's target level: mean ± std over seeds of the run score "
-             "(mean over the last five checkpoints). `n` is given when it is not 3.")
+             "(mean over the last five checkpoints). `n` is given when it is not 3. *Italic rows* are "
+             "references measured on the same evaluation episodes (same protocol and seeds): a uniformly "
+             "random policy (chance) and the scripted expert. `norm.` is the normalised score "
+             "100·(success − random)/(expert − random) per seed, mean ± std: 0 = chance, 100 = expert.")
     out = ["# ImagineBench results", "", intro, ""]
     out += comparison(cells)
     groups: dict[tuple, list[Cell]] = {}
@@ -156,8 +257,10 @@ def markdown(cells: Sequence[Cell]) -> str:
     for (env, profile, data), group in groups.items():
         steps = max(c.steps for c in group)
         hours = sum(c.wall_time_s for c in group) / 3600
+        encoders = ", ".join(f"`{e}`" for e in sorted({e for c in group for e in c.encoders}))
         out += [f"## {env} — {DATA_TITLES.get(data, data)}", "",
-                f"profile `{profile}`, {steps:,} gradient steps, {hours:.2f} h of runs in total", ""]
+                f"profile `{profile}`, {steps:,} gradient steps, instruction encoder {encoders}, "
+                f"{hours:.2f} h of runs in total", ""]
         out += _table(group) + [""]
     if not groups:
         out.append("No run records found.")
