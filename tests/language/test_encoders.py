@@ -3,12 +3,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from imaginebench.language import DEFAULT_ENCODER, InstructionEncoder, get_encoder
+from imaginebench.language import DEFAULT_ENCODER, MINILM, InstructionEncoder, SegmentPooledEncoder, get_encoder
 from imaginebench.language.encoders import _minilm_dir
 
 
-def test_default_encoder_embeds_and_caches(tmp_path):
-    enc = InstructionEncoder(DEFAULT_ENCODER, _minilm_dir(), cache_dir=tmp_path)
+def test_minilm_encoder_embeds_and_caches(tmp_path):
+    enc = InstructionEncoder(MINILM, _minilm_dir(), cache_dir=tmp_path)
     texts = ["push the red ball to the left of the blue ball", "go to the green key", "push the red ball to the left of the blue ball"]
     vecs = enc.encode(texts)
     assert vecs.shape == (3, 384) and vecs.dtype == np.float32
@@ -18,14 +18,14 @@ def test_default_encoder_embeds_and_caches(tmp_path):
     assert (tmp_path / "embeddings.npz").exists()
 
     # A fresh encoder on the same cache answers without loading the model.
-    again = InstructionEncoder(DEFAULT_ENCODER, _minilm_dir(), cache_dir=tmp_path)
+    again = InstructionEncoder(MINILM, _minilm_dir(), cache_dir=tmp_path)
     np.testing.assert_array_equal(again.encode(texts[:2]), vecs[:2])
     assert again._model is None and again.dim == 384
 
 
 def test_damaged_cache_is_rebuilt(tmp_path):
     (tmp_path / "embeddings.npz").write_bytes(b"garbage")
-    enc = InstructionEncoder(DEFAULT_ENCODER, _minilm_dir(), cache_dir=tmp_path)
+    enc = InstructionEncoder(MINILM, _minilm_dir(), cache_dir=tmp_path)
     assert enc.encode(["hello"]).shape == (1, 384)
 
 
@@ -37,3 +37,23 @@ def test_unknown_encoder_lists_choices():
 def test_encode_rejects_a_bare_string():
     with pytest.raises(TypeError):
         get_encoder().encode("just one string")
+
+
+def test_default_encoder_keeps_which_object_comes_first(tmp_path):
+    enc = SegmentPooledEncoder(DEFAULT_ENCODER, _minilm_dir(), segments=2, cache_dir=tmp_path)
+    a, b, c = enc.encode(["put the red ball next to the blue box", "put the blue ball next to the red box",
+                          "put the red ball next to the blue box"])
+    assert a.shape == (1152,) and enc.dim == 1152
+    np.testing.assert_array_equal(a, c)
+    whole = slice(0, 384)
+    halves = slice(384, 1152)
+    cos = lambda u, v: float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))  # noqa: E731
+    # the bag of tokens barely changes when the colours swap; the halves do
+    assert cos(a[whole], b[whole]) > 0.97
+    assert cos(a[halves], b[halves]) < cos(a[whole], b[whole]) - 0.02
+    assert get_encoder().name == DEFAULT_ENCODER
+
+
+def test_segments_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="segments must be at least 1"):
+        SegmentPooledEncoder("x", _minilm_dir(), segments=0, cache_dir=tmp_path)

@@ -26,6 +26,7 @@ def calibrate(
     seed: int = typer.Option(0, "--seed", help="Base seed of the calibration episodes."),
     workers: int = typer.Option(1, "--workers", help="Processes."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the markdown table here (and a .json beside it)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Per task: expert and uniformly random success with 95% intervals (SPEC §3 calibration)."""
     from imaginebench.domains.base import LEVELS, choice_error
@@ -38,7 +39,7 @@ def calibrate(
             raise choice_error("level", lv, LEVELS)
     start = time.perf_counter()
     rows = run(env, levels, workers=workers, tasks=task, expert_episodes=expert_episodes,
-               random_episodes=random_episodes, max_random_episodes=max_random_episodes, seed=seed)
+               random_episodes=random_episodes, max_random_episodes=max_random_episodes, seed=seed, progress=progress)
     if not rows:
         raise ValueError(f"No task of {env} at levels {levels} matches --task {task}.")
     text = calibration_markdown(env, rows, wall_s=time.perf_counter() - start)

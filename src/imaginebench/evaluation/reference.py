@@ -215,9 +215,11 @@ def _calibrate_job(args: tuple) -> TaskCalibration:
 
 
 def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *, workers: int = 1,
-              tasks: Iterable[str] | None = None, **kwargs: Any) -> list[TaskCalibration]:
+              tasks: Iterable[str] | None = None, progress: bool = False, **kwargs: Any) -> list[TaskCalibration]:
     """:func:`calibrate_task` for every task of ``levels`` (optionally only ``tasks``)."""
     from concurrent.futures import ProcessPoolExecutor
+
+    from tqdm.auto import tqdm
 
     from imaginebench.envs.registry import load_domain
 
@@ -225,10 +227,11 @@ def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *,
     wanted = set(tasks) if tasks is not None else None
     jobs = [(env_id, level, t.name, kwargs) for level in levels for t in domain.tasks(level)
             if wanted is None or t.name in wanted]
+    bar = dict(total=len(jobs), desc=f"calibrate {env_id}", unit="task", disable=not progress)
     if workers <= 1:
-        return [_calibrate_job(j) for j in jobs]
+        return [_calibrate_job(j) for j in tqdm(jobs, **bar)]
     with ProcessPoolExecutor(workers) as pool:
-        return list(pool.map(_calibrate_job, jobs, chunksize=1))
+        return list(tqdm(pool.map(_calibrate_job, jobs, chunksize=1), **bar))
 
 
 def calibration_markdown(env_id: str, rows: Sequence[TaskCalibration], *, wall_s: float | None = None) -> str:

@@ -2,10 +2,12 @@
 
 from imaginebench.language.encoders import (
     DEFAULT_ENCODER,
+    MINILM,
     InstructionEncoder,
+    SegmentPooledEncoder,
     encoder_names,
     get_encoder,
     register_encoder,
 )
 
-__all__ = ["DEFAULT_ENCODER", "InstructionEncoder", "encoder_names", "get_encoder", "register_encoder"]
+__all__ = ["DEFAULT_ENCODER", "MINILM", "InstructionEncoder", "SegmentPooledEncoder", "encoder_names", "get_encoder", "register_encoder"]

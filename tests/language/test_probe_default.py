@@ -1,0 +1,20 @@
+"""SPEC §4: the default instruction encoder lets a linear probe tell every task and every task
+parameter apart from held-out train phrasings (≥ 95%), on every domain that exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from imaginebench.language import DEFAULT_ENCODER
+from imaginebench.language.probe import probe_domain
+
+PROBE_BAR = 0.95
+
+
+@pytest.mark.parametrize("env_id", ["CLEVR-v0", "BabyAI-v0"])
+def test_default_encoder_passes_the_probe(env_id):
+    result = probe_domain(env_id)
+    assert result.encoder == DEFAULT_ENCODER
+    failing = {k: round(v, 3) for k, v in result.held_out.items() if v < PROBE_BAR}
+    assert not failing, f"{env_id}: probe below {PROBE_BAR:.0%} on held-out phrasings: {failing}"
+    assert result.held_out_phrasings >= 200 and len(result.held_out) >= 3  # task + parameters
