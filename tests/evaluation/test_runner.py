@@ -143,3 +143,10 @@ def test_other_settings_need_a_tag(toy_data):
     tagged = train(dataclasses.replace(spec, standardize="none", tag="nostd"), progress=False)
     assert tagged.path.parent.name == "discrete_bc@nostd" and tagged.record["tag"] == "nostd"
     assert first.record["settings"]["standardize"] == "all" and tagged.record["settings"]["standardize"] == "none"
+
+
+def test_settings_name_the_resolved_encoder(toy_envs):
+    from imaginebench.language import DEFAULT_ENCODER
+
+    assert RunSpec("Toy-v0", "bc", profile="tiny").settings()["encoder"] == DEFAULT_ENCODER
+    assert RunSpec("Toy-v0", "bc", profile="tiny", encoder=HASH_ENCODER).settings()["encoder"] == HASH_ENCODER

@@ -127,8 +127,11 @@ class RunSpec:
 
     def settings(self) -> dict[str, Any]:
         """Everything besides the folder's identity that changes a run's results."""
+        from imaginebench.language.encoders import DEFAULT_ENCODER
+
+        # the resolved encoder name: a run made under an older default never passes for a new one
         return {"steps": self.steps, "checkpoint_every": self.every, "eval_episodes_per_task": self.episodes_per_task,
-                "batch_size": self.batch, "mix_ratio": self.mix_ratio, "encoder": self.encoder,
+                "batch_size": self.batch, "mix_ratio": self.mix_ratio, "encoder": self.encoder or DEFAULT_ENCODER,
                 "standardize": self.standardize, "algo_options": {k: list(v) if isinstance(v, tuple) else v
                                                                   for k, v in self.algo_options}}
 
