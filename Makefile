@@ -29,8 +29,9 @@ run: install
 test: install
 	$(PY) -m pytest -q
 
+ENV ?= CLEVR-v0
 calibrate: install
-	$(PY) benchmarks/calibration.py --env CLEVR-v0 --episodes 50 --workers 2
+	$(VENV)/bin/imaginebench calibrate --env $(ENV) --workers 2 --max-random-episodes 6400 --out calibration-$(ENV).md
 
 clean:
 	rm -rf $(VENV) build *.egg-info
