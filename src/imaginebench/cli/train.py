@@ -106,7 +106,9 @@ def train(
     for spec in specs:
         result = run(spec, progress=progress)
         rec = result.record
-        scores = "  ".join(f"{lv} {v:.1%}" for lv, v in rec["score"].items())
+        norm = rec.get("normalised", {})
+        scores = "  ".join(f"{lv} {v:.1%}" + (f" (norm. {norm[lv]:.0f})" if norm.get(lv) is not None else "")
+                           for lv, v in rec["score"].items())
         if result.skipped:
             status = "finished earlier, skipped"
         elif result.resumed_from:

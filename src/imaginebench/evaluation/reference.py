@@ -87,7 +87,10 @@ def _level_reference(env_id: str, level: str, episodes_per_task: int, seed: int)
     try:
         schedule = evaluator.schedule()
         env = evaluator._envs[0]
-        out: dict[str, Any] = {"schema_version": REFERENCE_SCHEMA, "env": env_id, "level": level,
+        import imaginebench
+
+        out: dict[str, Any] = {"schema_version": REFERENCE_SCHEMA, "version": imaginebench.__version__,
+                               "env": env_id, "level": level,
                                "episodes_per_task": int(episodes_per_task), "seed": int(seed),
                                "episodes": len(schedule)}
         for policy in REFERENCE_POLICIES:
@@ -107,13 +110,16 @@ def reference_scores(env_id: str, level: str, episodes_per_task: int, seed: int,
     """Random and expert success on exactly the episodes a run seeded ``seed`` evaluates.
 
     Returns ``{"random": {"success", "per_task"}, "expert": {...}, "episodes", ...}``; cached
-    on disk (a damaged cache file is recomputed, never trusted).
+    on disk (a damaged cache file, or one written by another package version, is recomputed).
     """
+    import imaginebench
+
     path = reference_path(env_id, level, episodes_per_task, seed)
     if cache and path.exists():
         try:
             found = json.loads(path.read_text())
-            if found.get("schema_version") == REFERENCE_SCHEMA and all(p in found for p in REFERENCE_POLICIES):
+            if (found.get("schema_version") == REFERENCE_SCHEMA and found.get("version") == imaginebench.__version__
+                    and all(p in found for p in REFERENCE_POLICIES)):
                 return found
         except (OSError, json.JSONDecodeError):
             pass
