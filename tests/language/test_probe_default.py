@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from imaginebench.envs.registry import ENV_IDS, is_available
 from imaginebench.language import DEFAULT_ENCODER
 from imaginebench.language.probe import probe_domain
 
 PROBE_BAR = 0.95
 
 
-@pytest.mark.parametrize("env_id", ["CLEVR-v0", "BabyAI-v0"])
+@pytest.mark.parametrize("env_id", [e for e in ENV_IDS if is_available(e)])
 def test_default_encoder_passes_the_probe(env_id):
     result = probe_domain(env_id)
     assert result.encoder == DEFAULT_ENCODER
