@@ -86,8 +86,20 @@ class InstructionEncoder:
                 self._dim = int(next(iter(cache.values())).shape[0])
             else:
                 self._load_model()
-                self._dim = int(self._model.config.hidden_size)
+                self._dim = self._width(int(self._model.config.hidden_size))
         return self._dim
+
+    def _width(self, hidden_size: int) -> int:
+        """Embedding size for a model of ``hidden_size``."""
+        return hidden_size
+
+    def _pool(self, hidden, attention_mask):
+        """Mean over the tokens, L2-normalised (the sentence-transformers recipe)."""
+        import torch
+
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         import torch
@@ -99,9 +111,7 @@ class InstructionEncoder:
                 batch = self._tokenizer(list(texts[i:i + self.batch_size]), padding=True,
                                         truncation=True, max_length=128, return_tensors="pt")
                 hidden = self._model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
+                out.append(self._pool(hidden, batch["attention_mask"]).numpy())
         return np.concatenate(out).astype(np.float32)
 
     # ----------------------------------------------------------------- cache
@@ -160,40 +170,23 @@ class SegmentPooledEncoder(InstructionEncoder):
             raise ValueError(f"segments must be at least 1, got {segments}.")
         self.segments = segments
 
-    @property
-    def dim(self) -> int:
-        if self._dim is None:
-            cache = self._load_cache()
-            if cache:
-                self._dim = int(next(iter(cache.values())).shape[0])
-            else:
-                self._load_model()
-                self._dim = int(self._model.config.hidden_size) * (1 + self.segments)
-        return self._dim
+    def _width(self, hidden_size: int) -> int:
+        return hidden_size * (1 + self.segments)
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _pool(self, hidden, attention_mask):
         import torch
 
-        self._load_model()
-        out = []
-        with torch.inference_mode():
-            for i in range(0, len(texts), self.batch_size):
-                batch = self._tokenizer(list(texts[i:i + self.batch_size]), padding=True,
-                                        truncation=True, max_length=128, return_tensors="pt")
-                hidden = self._model(**batch).last_hidden_state
-                mask = batch["attention_mask"].clone().to(hidden.dtype)
-                ends = batch["attention_mask"].sum(1) - 1
-                mask[:, 0] = 0  # [CLS]
-                mask[torch.arange(len(mask)), ends] = 0  # [SEP]
-                count = mask.sum(1, keepdim=True).clamp(min=1.0)
-                index = torch.cumsum(mask, 1) - 1  # position among content tokens
-                part = torch.floor(index * self.segments / count).clamp(max=self.segments - 1)
-                feats = [(hidden * mask.unsqueeze(-1)).sum(1) / count]
-                for s in range(self.segments):
-                    w = mask * (part == s).to(hidden.dtype)
-                    feats.append((hidden * w.unsqueeze(-1)).sum(1) / w.sum(1, keepdim=True).clamp(min=1.0))
-                out.append(torch.cat(feats, -1).numpy())
-        return np.concatenate(out).astype(np.float32)
+        mask = attention_mask.clone().to(hidden.dtype)
+        mask[:, 0] = 0  # [CLS]
+        mask[torch.arange(len(mask)), attention_mask.sum(1) - 1] = 0  # [SEP]
+        count = mask.sum(1, keepdim=True).clamp(min=1.0)
+        index = torch.cumsum(mask, 1) - 1  # position among content tokens
+        part = torch.floor(index * self.segments / count).clamp(max=self.segments - 1)
+        feats = [(hidden * mask.unsqueeze(-1)).sum(1) / count]
+        for s in range(self.segments):
+            w = mask * (part == s).to(hidden.dtype)
+            feats.append((hidden * w.unsqueeze(-1)).sum(1) / w.sum(1, keepdim=True).clamp(min=1.0))
+        return torch.cat(feats, -1)
 
 
 class CausalLMEncoder(InstructionEncoder):
