@@ -30,15 +30,19 @@ from imaginebench.fileio import write_json
 TRANSITION_TOLERANCE: Mapping[str, float] = {
     "CLEVR-v0": 0.05,
     "BabyAI-v0": 0.5,
-    "MetaWorld-v0": 0.02,
+    "MetaWorld-v0": 0.1,
     "LIBERO-v0": 0.02,
     "HalfCheetah-v0": 0.5,
 }
 """Largest |simulated - generated| over state dims for a transition to count as correct.
 
 CLEVR: one ball radius (a push moves a ball 0.15).  BabyAI: integer cells/codes, so 0.5
-means "equal after rounding".  Meta-World / LIBERO: 2 cm in positions (provisional: not yet
-checked against imagined data).  HalfCheetah: joint angles/velocities (provisional).
+means "equal after rounding".  Meta-World: 0.1 — ``set_state`` cannot restore velocities, the
+mocap lead or the fingers' motion, and over 16,232 real expert transitions (all 22 tasks)
+``set_state`` + step differs from the recorded next state by at most 0.073 in any dim (hand
+≤ 0.025 m, gripper opening ≤ 0.071, object positions ≤ 0.034 m, quaternions ≤ 0.073;
+notes/metaworld.md), so real expert data scores 100%.  LIBERO: 2 cm in positions (provisional: not yet checked against imagined data).
+HalfCheetah: joint angles/velocities (provisional).
 """
 
 

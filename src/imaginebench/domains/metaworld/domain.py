@@ -1,0 +1,126 @@
+"""The MetaWorld-v0 domain: state layout, tasks and the pure success/reward/legality functions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.metaworld import layout as L
+from imaginebench.domains.metaworld import success as S
+from imaginebench.domains.metaworld.tasks import build_tasks, rule_of
+
+HAND_BOUNDS = (np.array([-0.525, 0.348, -0.0525]), np.array([0.525, 1.025, 0.7]))
+"""metaworld's ``SawyerXYZEnv._HAND_SPACE`` (the hand's observation box)."""
+WORKSPACE_BOUNDS = (np.array([-0.7, 0.2, -0.1]), np.array([0.7, 1.0, 0.8]))
+"""Entity reference points and the goal lie above the table (x ±0.7, y 0.2–1.0, retaining
+walls on all sides) and below the arm's reach."""
+BOUND_TOLERANCE = 0.02
+"""Positions may lie this far outside their box."""
+GRIPPER_TOLERANCE = 0.02
+"""The gripper opening may lie this far outside [0, 1]."""
+QUAT_TOLERANCE = 0.02
+"""An occupied slot's quaternion has a norm within this of 1."""
+EMPTY_TOLERANCE = 1e-3
+"""A slot whose seven numbers are all at most this in magnitude counts as empty."""
+SCENES: tuple[frozenset[int], ...] = tuple(
+    frozenset(L.SLOT[e] for e in entities) for entities in dict.fromkeys(L.SCENE_ENTITIES.values())
+)
+"""The slot sets that a scene fills."""
+
+
+def legality_errors(state: np.ndarray) -> list[str]:
+    """Why ``state`` is not a physically valid MetaWorld-v0 state (empty when it is).
+
+    Checks: 91 finite numbers; hand inside metaworld's hand box; gripper opening in [0, 1];
+    goal in the workspace; every slot either empty (all zeros) or an in-workspace position with a
+    unit quaternion; the occupied slots are one scene's entities plus at most one distractor.
+    """
+    s = np.asarray(state, dtype=np.float64)
+    if s.shape != (L.STATE_DIM,):
+        return [f"expected {L.STATE_DIM} values, got shape {s.shape}"]
+    if not np.all(np.isfinite(s)):
+        return ["non-finite values"]
+    errors = []
+    tol = BOUND_TOLERANCE
+    if np.any(L.hand(s) < HAND_BOUNDS[0] - tol) or np.any(L.hand(s) > HAND_BOUNDS[1] + tol):
+        errors.append(f"hand {np.round(L.hand(s), 3)} outside the hand box")
+    if not -GRIPPER_TOLERANCE <= s[L.GRIPPER] <= 1 + GRIPPER_TOLERANCE:
+        errors.append(f"gripper opening {s[L.GRIPPER]:.3f} outside [0, 1]")
+    lo, hi = WORKSPACE_BOUNDS
+    if np.any(L.goal(s) < lo - tol) or np.any(L.goal(s) > hi + tol):
+        errors.append(f"goal {np.round(L.goal(s), 3)} outside the workspace")
+    occupied = set()
+    for i, row in enumerate(L.slots(s)):
+        if np.all(np.abs(row) <= EMPTY_TOLERANCE):
+            continue
+        occupied.add(i)
+        name = L.ENTITIES[i]
+        if np.any(row[:3] < lo - tol) or np.any(row[:3] > hi + tol):
+            errors.append(f"{name} position {np.round(row[:3], 3)} outside the workspace")
+        norm = float(np.linalg.norm(row[3:]))
+        if abs(norm - 1.0) > QUAT_TOLERANCE:
+            errors.append(f"{name} quaternion norm {norm:.3f} is not 1")
+    if not any(scene <= occupied and len(occupied - scene) <= 1 for scene in SCENES):
+        names = ", ".join(L.ENTITIES[i] for i in sorted(occupied)) or "none"
+        errors.append(f"occupied slots ({names}) are not one scene plus at most one distractor")
+    return errors
+
+
+class MetaWorldDomain(Domain):
+    """Sawyer-arm manipulation tasks of Meta-World on one 91-dim entity-slot state (see :mod:`.env`).
+
+    The progress record is ``[stages_done]`` (:mod:`.success`): a latch for the two composite
+    tasks, always 0 for the others.
+    """
+
+    env_id: ClassVar[str] = "MetaWorld-v0"
+    state_dim: ClassVar[int] = L.STATE_DIM
+    horizon: ClassVar[int] = 100
+    discrete_actions: ClassVar[bool] = False
+    action_dim: ClassVar[int] = L.ACTION_DIM
+    state_layout: ClassVar[tuple[str, ...]] = L.STATE_LAYOUT
+    progress_layout: ClassVar[tuple[str, ...]] = ("stages_done",)
+
+    def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
+        return build_tasks()
+
+    def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
+        return S.initial_progress(task.family, rule_of(task), np.asarray(state, dtype=np.float64))
+
+    def outcome(
+        self,
+        task: Task,
+        state: np.ndarray,
+        action: np.ndarray | int,
+        next_state: np.ndarray,
+        progress: np.ndarray,
+    ) -> StepOutcome:
+        success, next_p, terms = S.reward_terms(task.family, rule_of(task), state, next_state, progress)
+        return StepOutcome(success=success, reward=float(sum(terms.values())), progress=next_p, terms=terms)
+
+    def success(self, task: Task, state: np.ndarray, progress: np.ndarray | None = None) -> bool:
+        """Whether ``task`` holds in ``state`` (``progress``: the record so far; default: the
+        record of an episode starting in ``state``)."""
+        s = np.asarray(state, dtype=np.float64)
+        p = self.initial_progress(task, s) if progress is None else np.asarray(progress, dtype=np.float64)
+        rule = rule_of(task)
+        return S.evaluate(task.family, rule, s, S.advance_progress(task.family, rule, p, s))[0]
+
+    def holds(self, task: Task, state: np.ndarray) -> bool:
+        """Whether an episode starting in ``state`` would already count as solved (resets resample)."""
+        return self.success(task, state)
+
+    def distance(self, task: Task, state: np.ndarray, progress: np.ndarray) -> float:
+        """The task distance the shaping reward is built from (metres)."""
+        return S.evaluate(task.family, rule_of(task), np.asarray(state, dtype=np.float64),
+                          np.asarray(progress, dtype=np.float64))[1]
+
+    def is_legal(self, state: np.ndarray) -> bool:
+        return not legality_errors(state)
+
+    def legality_errors(self, state: np.ndarray) -> list[str]:
+        """Why ``state`` is illegal (empty when legal)."""
+        return legality_errors(state)
