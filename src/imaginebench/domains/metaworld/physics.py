@@ -353,8 +353,8 @@ class PuckScene(Scene):
         self._set_free("obj", L.pos(s, "task_object"), L.quat(s, "task_object"))
 
 
-class PuckWallScene(PuckScene):
-    kind = "puck_wall"
+class _WithWall:
+    """Mixin for the ``-wall`` scenes: the wall body is read into and written from its slot."""
 
     def _read_entities(self):
         return {**super()._read_entities(), "wall": self._body_pose("wall")}
@@ -362,6 +362,10 @@ class PuckWallScene(PuckScene):
     def _write_entities(self, s):
         super()._write_entities(s)
         self.model.body("wall").pos = L.pos(s, "wall")
+
+
+class PuckWallScene(_WithWall, PuckScene):
+    kind = "puck_wall"
 
 
 BUTTON_TIP = np.array([0.0, -0.193, 0.0])
@@ -386,15 +390,8 @@ class ButtonScene(Scene):
         self._set_joint("button", box[1] - button_y)  # axis (0, -1, 0)
 
 
-class ButtonWallScene(ButtonScene):
+class ButtonWallScene(_WithWall, ButtonScene):
     kind = "button_wall"
-
-    def _read_entities(self):
-        return {**super()._read_entities(), "wall": self._body_pose("wall")}
-
-    def _write_entities(self, s):
-        super()._write_entities(s)
-        self.model.body("wall").pos = L.pos(s, "wall")
 
 
 def _handle_geom(model: mujoco.MjModel) -> int:
