@@ -13,12 +13,23 @@ With the default ``instruction_projection=0`` this is the plain 2×256 ReLU MLP 
 original benchmark over the concatenated vector.  A projection > 0 gives the embedding its
 own learned linear map first (a cheap "learned projection" of SPEC §4).
 
+Repeated observations are computed once.  CQL, BCQ and SAC-style targets evaluate a network on
+each observation repeated ``n`` times in a row (``n`` sampled actions per state); d3rlpy hands
+the encoder the materialised ``(batch·n, D)`` copy.  With a ~1,200-dim instruction embedding
+in ``D`` the first layer on those copies is most of the update's arithmetic, so the encoders
+find runs of identical consecutive rows (an exact comparison, cheap next to a matmul), push
+only the distinct rows through the observation part and gather the result back.  The maths
+is unchanged — a row's features, and every gradient, are the same as without the shortcut —
+only the float rounding of a differently shaped matmul differs (tested in
+``tests/algos/test_encoders.py``).
+
 The factory is registered with d3rlpy, so a saved ``model.d3`` (d3rlpy's ``save``) restores
 it by name.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -42,6 +53,39 @@ def _mlp(in_units: int, hidden_units: Sequence[int], activation: str) -> nn.Sequ
         layers += [nn.Linear(in_units, out_units), act()]
         in_units = out_units
     return nn.Sequential(*layers)
+
+
+_last_runs: dict[str, object] = {}
+"""The latest answer of :func:`consecutive_runs`, keyed on the tensor: an ensemble's critics
+all receive the same repeated tensor, which need be scanned once."""
+
+
+def consecutive_runs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(distinct rows, index)`` with ``distinct[index] == x`` when some consecutive rows of
+    ``x`` are identical, else ``None``.
+
+    Only runs of equal *neighbouring* rows are merged (what ``repeat``-then-flatten makes), so
+    the check is one elementwise comparison, not a sort.  An ``x`` that needs its own gradient
+    is never merged (the gradient of each row would land on the first of its run).
+    """
+    if x.dim() != 2 or x.shape[0] < 2 or x.requires_grad:
+        return None
+    key = (x.data_ptr(), x._version, tuple(x.shape), x.stride(), x.dtype, x.device)
+    ref = _last_runs.get("tensor")
+    if ref is not None and ref() is x and _last_runs.get("key") == key:
+        return _last_runs["runs"]  # type: ignore[return-value]
+    runs = _scan_runs(x)
+    _last_runs.update(tensor=weakref.ref(x), key=key, runs=runs)
+    return runs
+
+
+def _scan_runs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    starts = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
+    starts[1:] = (x[1:] != x[:-1]).any(dim=1)
+    n_distinct = int(starts.sum())
+    if n_distinct > x.shape[0] // 2:  # too few repeats to pay for the gather
+        return None
+    return x[starts], torch.cumsum(starts, 0) - 1
 
 
 class _InstructionTrunk(nn.Module):
@@ -74,7 +118,11 @@ class InstructionEncoder(Encoder):
         self.mlp = _mlp(self.trunk.out_dim, hidden_units, activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mlp(self.trunk(x))
+        runs = consecutive_runs(x)
+        if runs is None:
+            return self.mlp(self.trunk(x))
+        distinct, index = runs
+        return self.mlp(self.trunk(distinct))[index]
 
 
 class InstructionEncoderWithAction(EncoderWithAction):
@@ -91,7 +139,16 @@ class InstructionEncoderWithAction(EncoderWithAction):
     def forward(self, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         if self.discrete_action:
             action = F.one_hot(action.view(-1).long(), num_classes=self.action_size).float()
-        return self.mlp(torch.cat([self.trunk(x), action], dim=1))
+        runs = consecutive_runs(x)
+        if runs is None:
+            return self.mlp(torch.cat([self.trunk(x), action], dim=1))
+        # first layer split as W·[x, a] + b = W_x·x + (W_a·a + b), W_x·x once per distinct row
+        distinct, index = runs
+        first: nn.Linear = self.mlp[0]
+        width = self.trunk.out_dim
+        hidden = F.linear(self.trunk(distinct), first.weight[:, :width])[index]
+        hidden = hidden + F.linear(action, first.weight[:, width:], first.bias)
+        return self.mlp[1:](hidden)
 
 
 @dataclass()
