@@ -453,6 +453,21 @@ def test_expert_solves(envs, level, task):
     pytest.fail(f"the expert failed {task} three times")
 
 
+@pytest.mark.parametrize("seed", [10, 17, 31])
+def test_soccer_expert_goes_over_a_ball_that_rolled_past_the_hand(envs, seed):
+    """metaworld's soccer policy alone pushes these balls off the table (checked when written);
+    the expert's ``over`` phase crosses above the ball and scores within the horizon."""
+    env = envs["hard"]
+    env.reset(seed=seed, options={"task": "soccer"})
+    phases, done, info = set(), False, {}
+    while not done:
+        _, _, terminated, truncated, info = env.step(env.expert_action())
+        phases.add(env.expert.last_phase)
+        done = terminated or truncated
+    assert info["is_success"]
+    assert "over" in phases
+
+
 # ---------------------------------------------------------------- instructions
 def test_instruction_banks():
     train = {s for t in DOMAIN.tasks("train") for s in t.instructions}
