@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from imaginebench.cli import calibrate, data, envs, imagine, report, train  # noqa: F401  (register commands)
+from imaginebench.cli import calibrate, data, envs, experts, imagine, report, train  # noqa: F401  (register commands)
 from imaginebench.cli.common import app
 
 

@@ -1,0 +1,1 @@
+"""HalfCheetah: gymnasium's MuJoCo HalfCheetah running and jumping to instructions."""

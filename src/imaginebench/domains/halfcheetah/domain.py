@@ -1,0 +1,110 @@
+"""The HalfCheetah-v0 domain: state layout, tasks and the pure success/reward/legality functions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.halfcheetah import physics as P
+from imaginebench.domains.halfcheetah import success as S
+from imaginebench.domains.halfcheetah.tasks import build_tasks
+
+JOINT_TOLERANCE = 0.1
+"""rad a leg joint may lie beyond its limit (MuJoCo's limits are soft constraints)."""
+ROOTZ_BOUNDS = (-1.0, 2.0)
+"""m: from lying on its back (about −0.6) to well above any jump."""
+MAX_DX = 1.5
+"""m per step (30 m/s)."""
+MAX_ROOT_SPEED = 30.0
+"""m/s of the root's linear velocity."""
+MAX_PITCH_RATE = 60.0
+"""rad/s of the root's pitch rate."""
+MAX_JOINT_RATE = 100.0
+"""rad/s of a leg joint."""
+MIN_LOWEST_POINT = -0.1
+"""m: no body part sinks deeper into the floor than this."""
+
+
+def legality_errors(state: np.ndarray) -> list[str]:
+    """Why ``state`` is not a physically plausible HalfCheetah-v0 state (empty when it is).
+
+    Checks: 18 finite numbers; joints within their limits (± ``JOINT_TOLERANCE``); root height
+    in ``ROOTZ_BOUNDS``; displacement per step, root speed, pitch rate and joint rates below
+    their maxima; no body part deep in the floor.
+    """
+    s = np.asarray(state, dtype=np.float64)
+    if s.shape != (P.STATE_DIM,):
+        return [f"expected {P.STATE_DIM} values, got shape {s.shape}"]
+    if not np.all(np.isfinite(s)):
+        return ["non-finite values"]
+    errors = []
+    limits = P.joint_range()
+    joints = s[P.JOINT_SLICE]
+    bad = (joints < limits[:, 0] - JOINT_TOLERANCE) | (joints > limits[:, 1] + JOINT_TOLERANCE)
+    for i in np.flatnonzero(bad):
+        errors.append(f"{P.JOINTS[i]} angle {joints[i]:.3f} outside [{limits[i, 0]:.3f}, {limits[i, 1]:.3f}]")
+    if not ROOTZ_BOUNDS[0] <= s[P.ROOTZ] <= ROOTZ_BOUNDS[1]:
+        errors.append(f"root height {s[P.ROOTZ]:.3f} outside {ROOTZ_BOUNDS}")
+    if abs(s[P.DX]) > MAX_DX:
+        errors.append(f"displacement {s[P.DX]:.3f} m in one step (at most {MAX_DX})")
+    if np.any(np.abs(s[P.VX:P.VZ + 1]) > MAX_ROOT_SPEED):
+        errors.append(f"root velocity {np.round(s[P.VX:P.VZ + 1], 2)} beyond {MAX_ROOT_SPEED} m/s")
+    if abs(s[P.VZ + 1]) > MAX_PITCH_RATE:
+        errors.append(f"pitch rate {s[P.VZ + 1]:.2f} beyond {MAX_PITCH_RATE} rad/s")
+    if np.any(np.abs(s[P.VZ + 2:]) > MAX_JOINT_RATE):
+        errors.append(f"joint rates beyond {MAX_JOINT_RATE} rad/s")
+    if not errors and P.lowest_point(s) < MIN_LOWEST_POINT:
+        errors.append(f"a body part {-P.lowest_point(s):.3f} m inside the floor")
+    return errors
+
+
+class HalfCheetahDomain(Domain):
+    """gymnasium's MuJoCo HalfCheetah running and jumping to instructions (see :mod:`.env`).
+
+    The progress record is :data:`.success.PROGRESS_LAYOUT` (steps, net displacement, the
+    first half's displacement, jumps, flight flag, furthest distance).
+    """
+
+    env_id: ClassVar[str] = "HalfCheetah-v0"
+    state_dim: ClassVar[int] = P.STATE_DIM
+    horizon: ClassVar[int] = S.HORIZON
+    discrete_actions: ClassVar[bool] = False
+    action_dim: ClassVar[int] = P.ACTION_DIM
+    state_layout: ClassVar[tuple[str, ...]] = P.STATE_LAYOUT
+    progress_layout: ClassVar[tuple[str, ...]] = S.PROGRESS_LAYOUT
+
+    def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
+        return build_tasks()
+
+    def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
+        return S.initial_progress()
+
+    def outcome(
+        self,
+        task: Task,
+        state: np.ndarray,
+        action: np.ndarray | int,
+        next_state: np.ndarray,
+        progress: np.ndarray,
+    ) -> StepOutcome:
+        before = np.asarray(progress, dtype=np.float64)
+        # only the jump tasks read flights: the others skip the forward kinematics
+        in_air = S.airborne(next_state) if task.family in S.JUMP_FAMILIES else False
+        after = S.advance(before, next_state, in_air)
+        terms = S.reward_terms(task.family, task.params, np.asarray(action), next_state, before, in_air)
+        return StepOutcome(success=S.succeeded(task.family, task.params, after),
+                           reward=float(sum(terms.values())), progress=after, terms=terms)
+
+    def holds(self, task: Task, state: np.ndarray) -> bool:
+        """No HalfCheetah task can hold at the start (every rule needs steps taken)."""
+        return False
+
+    def is_legal(self, state: np.ndarray) -> bool:
+        return not legality_errors(state)
+
+    def legality_errors(self, state: np.ndarray) -> list[str]:
+        """Why ``state`` is illegal (empty when legal)."""
+        return legality_errors(state)

@@ -1,0 +1,165 @@
+"""Train the HalfCheetah-v0 experts online with d3rlpy's SAC, and store them as safetensors.
+
+``imaginebench experts train --env HalfCheetah-v0 [--task NAME] [--steps N]`` runs this for each
+policy of :data:`.expert.POLICIES`.  The environment is HalfCheetah-v0 itself at the policy's
+task, with two changes for training only: success does not end an episode (SAC would otherwise
+learn that succeeding stops the reward; every episode runs the full 200 steps) and the reward is
+the task's reward (:mod:`.success`), except that the plain run tasks count velocity only up to
+``RUN_SPEED_CAP`` — their experts run at a moderate pace, so that the real data of the train
+level does not already solve the *faster* tasks of the easy level.
+
+After training, the deterministic policy is evaluated on the task (success rate, net
+displacement) and the weights are written with those numbers and the settings in the file's
+metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+from imaginebench.domains.halfcheetah import physics as P
+from imaginebench.domains.halfcheetah import success as S
+from imaginebench.domains.halfcheetah.expert import POLICIES, MLPPolicy, policy_path
+
+RUN_SPEED_CAP = 2.0
+"""m/s: the plain run experts' training reward counts velocity up to this."""
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """SAC settings of an expert (Haarnoja et al. 2018's, at a CPU-sized budget)."""
+
+    steps: int = 60_000
+    random_steps: int = 5_000
+    batch_size: int = 256
+    hidden_units: tuple[int, ...] = (256, 256)
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    seed: int = 0
+
+
+class TrainingEnv(gym.Env):
+    """HalfCheetah-v0 at one task, for training: no success termination, the training reward."""
+
+    def __init__(self, policy: str, seed: int = 0) -> None:
+        from imaginebench.domains.halfcheetah.env import HalfCheetahEnv
+        from imaginebench.domains.halfcheetah.tasks import build_tasks
+
+        level = next(lv for lv, tasks in build_tasks().items() if policy in {t.name for t in tasks})
+        self.env = HalfCheetahEnv(level=level)
+        self.policy = policy
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (P.STATE_DIM,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (P.ACTION_DIM,), np.float32)
+        self._seed = seed
+        self._episode = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._episode += 1
+        obs, info = self.env.reset(seed=self._seed * 1_000_003 + self._episode if seed is None else seed,
+                                   options={"task": self.policy})
+        return obs, info
+
+    def step(self, action):
+        before = self.env.progress
+        obs, _, _, _, info = self.env.step(action)
+        assert self.env.task is not None
+        terms = S.reward_terms(self.env.task.family, self.env.task.params, np.asarray(action), self.env.state, before)
+        if self.env.task.family == "run":
+            terms["velocity"] = min(terms["velocity"], RUN_SPEED_CAP)
+        truncated = self.env.elapsed_steps >= S.HORIZON
+        return obs, float(sum(terms.values())), False, truncated, info
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def evaluate(act: Callable[[np.ndarray], np.ndarray], task_name: str, episodes: int, seed: int) -> dict[str, Any]:
+    """Success rate and mean net displacement of ``act`` on ``task_name`` (real episodes)."""
+    from imaginebench.domains.halfcheetah.env import HalfCheetahEnv
+    from imaginebench.domains.halfcheetah.tasks import build_tasks
+
+    level = next(lv for lv, tasks in build_tasks().items() if task_name in {t.name for t in tasks})
+    env = HalfCheetahEnv(level=level)
+    wins, disp, jumps = 0, [], []
+    for ep in range(episodes):
+        env.reset(seed=seed + ep, options={"task": task_name})
+        done, info = False, {}
+        while not done:
+            _, _, terminated, truncated, info = env.step(act(env.state))
+            done = terminated or truncated
+        wins += bool(info["is_success"])
+        disp.append(float(env.progress[S.P_X]))
+        jumps.append(float(env.progress[S.P_JUMPS]))
+    env.close()
+    return {"episodes": episodes, "success": wins / episodes, "mean_displacement": float(np.mean(disp)),
+            "mean_jumps": float(np.mean(jumps))}
+
+
+def _policy_tensors(algo) -> tuple[dict[str, np.ndarray], int]:
+    import torch
+
+    policy = algo.impl.modules.policy
+    linears = [m for m in policy._encoder.modules() if isinstance(m, torch.nn.Linear)]
+    tensors: dict[str, np.ndarray] = {}
+    for i, layer in enumerate(linears):
+        tensors[f"hidden.{i}.weight"] = layer.weight.detach().cpu().numpy().astype(np.float32)
+        tensors[f"hidden.{i}.bias"] = layer.bias.detach().cpu().numpy().astype(np.float32)
+    tensors["mu.weight"] = policy._mu.weight.detach().cpu().numpy().astype(np.float32)
+    tensors["mu.bias"] = policy._mu.bias.detach().cpu().numpy().astype(np.float32)
+    return tensors, len(linears)
+
+
+def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out: Path | None = None,
+                 eval_episodes: int = 20, progress: bool = True) -> dict[str, Any]:
+    """Train ``policy`` with SAC, evaluate it and write its safetensors file (atomically).
+
+    Returns the metadata written with the weights.
+    """
+    if policy not in POLICIES:
+        from imaginebench.domains.base import choice_error
+
+        raise choice_error("HalfCheetah-v0 expert policy", policy, POLICIES)
+    import torch
+    from safetensors.numpy import save_file
+
+    from imaginebench.algos._d3rlpy import load
+
+    d3rlpy = load()
+    torch.manual_seed(settings.seed)
+    np.random.seed(settings.seed)
+    env = TrainingEnv(policy, seed=settings.seed)
+    encoder = d3rlpy.models.VectorEncoderFactory(hidden_units=list(settings.hidden_units))
+    algo = d3rlpy.algos.SACConfig(
+        batch_size=settings.batch_size, gamma=settings.gamma, actor_learning_rate=settings.learning_rate,
+        critic_learning_rate=settings.learning_rate, temp_learning_rate=settings.learning_rate,
+        actor_encoder_factory=encoder, critic_encoder_factory=encoder,
+    ).create(device="cpu:0")
+    buffer = d3rlpy.dataset.create_fifo_replay_buffer(limit=settings.steps, env=env)
+    started = time.perf_counter()
+    algo.fit_online(env, buffer, n_steps=settings.steps, n_steps_per_epoch=max(1, settings.steps // 10),
+                    random_steps=settings.random_steps, update_start_step=settings.random_steps,
+                    save_interval=10**9, logger_adapter=d3rlpy.logging.NoopAdapterFactory(),
+                    show_progress=progress)
+    train_s = time.perf_counter() - started
+    env.close()
+
+    tensors, hidden = _policy_tensors(algo)
+    metadata = {"policy": policy, "algorithm": "SAC (d3rlpy)", "settings": json.dumps(asdict(settings)),
+                "hidden_layers": str(hidden), "train_seconds": f"{train_s:.1f}",
+                "training_reward": ("task reward, velocity capped at %.1f m/s" % RUN_SPEED_CAP
+                                    if policy in ("run_forward", "run_backward") else "task reward")}
+    act = MLPPolicy(tensors, metadata)
+    metadata["evaluation"] = json.dumps(evaluate(act, policy, eval_episodes, seed=10_000))
+    path = out or policy_path(policy)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp), metadata=metadata)
+    tmp.replace(path)
+    return metadata
