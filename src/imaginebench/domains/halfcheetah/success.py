@@ -32,7 +32,8 @@ Each flight counts once.
 Rewards (minus ``CTRL_COST``·|a|² in all): run tasks the velocity in the asked direction
 (gymnasium's ``forward_reward``, signed); sequential tasks the velocity in the direction of the
 current half; jump tasks ``HEIGHT_WEIGHT``·(torso rise while airborne) plus the velocity in the
-asked direction capped at ``JUMP_DRIFT_CAP`` (in place: minus the speed), so that running is
+asked direction capped at ``JUMP_DRIFT_CAP`` (in place: minus the speed); the rise is
+measured from the standing height ``STANDING_ROOTZ``, so that running is
 not the best way to earn a jump task's reward.
 """
 
@@ -71,6 +72,9 @@ JUMP_DISTANCE = 1.0
 IN_PLACE_RADIUS = 0.5
 """m: jumping in place never leaves this distance from the start."""
 HEIGHT_WEIGHT = 10.0
+STANDING_ROOTZ = -0.13
+"""Root height of the cheetah standing still (measured: the rest pose settles at −0.132 under zero
+torque); the jump reward counts the torso's rise above it."""
 JUMP_DRIFT_CAP = 1.0
 """m/s: the most velocity a directed jump task's reward counts."""
 
@@ -157,7 +161,7 @@ def reward_terms(family: str, params: Mapping[str, object], action: np.ndarray, 
         return {"velocity": sign * velocity, "ctrl": ctrl}
     if in_air is None:
         in_air = airborne(s)
-    height = HEIGHT_WEIGHT * max(0.0, float(s[P.ROOTZ])) if in_air else 0.0
+    height = HEIGHT_WEIGHT * max(0.0, float(s[P.ROOTZ]) - STANDING_ROOTZ) if in_air else 0.0
     if family == "jump":
         drift = min(float(params["sign"]) * velocity, JUMP_DRIFT_CAP)
     elif family == "jump_in_place":
