@@ -176,6 +176,7 @@ def test_rewards_per_task():
     terms = DOMAIN.outcome(jump, GROUND, a, high, p0).terms
     assert terms["height"] == pytest.approx(10 * (0.5 - S.STANDING_ROOTZ)) and terms["drift"] == pytest.approx(1.0)  # drift capped at 1 m/s
     assert DOMAIN.outcome(jump, GROUND, a, pose(STANDING, dx=0.1), p0).terms["height"] == 0.0  # on the ground
+    assert DOMAIN.outcome(jump, GROUND, a, pose(0.5, pitch=2.0), p0).terms["height"] == 0.0  # tumbling
     assert DOMAIN.outcome(DOMAIN.task("jump_in_place"), GROUND, a, high, p0).terms["drift"] == pytest.approx(-2.0)
 
 

@@ -34,7 +34,7 @@ class HalfCheetahEnv(InstructionEnv):
 
     Per task (:mod:`.success`): the velocity in the asked direction for the running tasks (in
     the current half's direction for the sequential ones); for the jump tasks 10× the torso's
-    rise above its standing height while airborne plus the velocity in the asked direction capped at 1 m/s (in place: minus
+    rise above its standing height while airborne and upright plus the velocity in the asked direction capped at 1 m/s (in place: minus
     the speed); minus gymnasium's control cost 0.1·|a|² in all.
 
     ## Success/Termination

@@ -52,7 +52,7 @@ class MLPPolicy:
     @classmethod
     def load(cls, path: Path) -> "MLPPolicy":
         try:
-            from safetensors import SafetensorsError
+            from safetensors import SafetensorError
             from safetensors.numpy import load_file, safe_open
         except ImportError:
             raise ImportError("HalfCheetah-v0's experts need safetensors: pip install 'imaginebench[halfcheetah]'") from None
@@ -65,7 +65,7 @@ class MLPPolicy:
             tensors = load_file(str(path))
             with safe_open(str(path), framework="numpy") as f:
                 metadata = f.metadata() or {}
-        except (SafetensorsError, OSError, ValueError) as exc:
+        except (SafetensorError, OSError, ValueError) as exc:
             raise ValueError(f"Damaged expert file {path} ({exc}); retrain it with: imaginebench experts train "
                              f"--env HalfCheetah-v0 --task {path.stem}") from None
         return cls(tensors, metadata)

@@ -31,7 +31,7 @@ Each flight counts once.
 
 Rewards (minus ``CTRL_COST``·|a|² in all): run tasks the velocity in the asked direction
 (gymnasium's ``forward_reward``, signed); sequential tasks the velocity in the direction of the
-current half; jump tasks ``HEIGHT_WEIGHT``·(torso rise while airborne) plus the velocity in the
+current half; jump tasks ``HEIGHT_WEIGHT``·(torso rise while airborne and upright) plus the velocity in the
 asked direction capped at ``JUMP_DRIFT_CAP`` (in place: minus the speed); the rise is
 measured from the standing height ``STANDING_ROOTZ``, so that running is
 not the best way to earn a jump task's reward.
@@ -161,7 +161,8 @@ def reward_terms(family: str, params: Mapping[str, object], action: np.ndarray, 
         return {"velocity": sign * velocity, "ctrl": ctrl}
     if in_air is None:
         in_air = airborne(s)
-    height = HEIGHT_WEIGHT * max(0.0, float(s[P.ROOTZ]) - STANDING_ROOTZ) if in_air else 0.0
+    upright = abs(float(s[P.ROOTY])) <= MAX_PITCH
+    height = HEIGHT_WEIGHT * max(0.0, float(s[P.ROOTZ]) - STANDING_ROOTZ) if in_air and upright else 0.0
     if family == "jump":
         drift = min(float(params["sign"]) * velocity, JUMP_DRIFT_CAP)
     elif family == "jump_in_place":
