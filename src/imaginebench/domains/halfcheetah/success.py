@@ -52,7 +52,7 @@ CTRL_COST = 0.1
 RUN_SPEED = 1.4
 """m/s: 7 m in the first 100 steps (5 s), the original benchmark's run threshold."""
 FAST_SPEED = 3.0
-"""m/s: above what the run experts do (trained with speed counted only up to ``RUN_SPEED_CAP``),
+"""m/s: above what the run experts do (trained toward ``training.RUN_TARGET_SPEED`` = 2 m/s),
 so the real run data does not already solve the faster tasks."""
 MIN_RUN_STEPS = 100
 """Running is judged over at least the first 5 s (an initial burst does not count)."""
