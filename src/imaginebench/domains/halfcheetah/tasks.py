@@ -15,7 +15,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from imaginebench.domains.base import Task, choice_error
+from imaginebench.domains.base import Task
 from imaginebench.domains.halfcheetah import instructions as text
 from imaginebench.domains.halfcheetah.success import HORIZON
 
@@ -49,8 +49,3 @@ def build_tasks() -> dict[str, tuple[Task, ...]]:
         ))
     return {level: tuple(tasks) for level, tasks in out.items()}
 
-
-def check_task_name(name: str) -> str:
-    if name not in FAMILY:
-        raise choice_error("HalfCheetah-v0 task", name, sorted(FAMILY))
-    return name
