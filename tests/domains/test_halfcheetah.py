@@ -177,7 +177,11 @@ def test_rewards_per_task():
     assert terms["height"] == pytest.approx(10 * (0.5 - S.STANDING_ROOTZ)) and terms["drift"] == pytest.approx(1.0)  # drift capped at 1 m/s
     assert DOMAIN.outcome(jump, GROUND, a, pose(STANDING, dx=0.1), p0).terms["height"] == 0.0  # on the ground
     assert DOMAIN.outcome(jump, GROUND, a, pose(0.5, pitch=2.0), p0).terms["height"] == 0.0  # tumbling
-    assert DOMAIN.outcome(DOMAIN.task("jump_in_place"), GROUND, a, high, p0).terms["drift"] == pytest.approx(-2.0)
+    in_place = DOMAIN.task("jump_in_place")
+    assert DOMAIN.outcome(in_place, GROUND, a, high, p0).terms["drift"] == pytest.approx(-2.0 - S.IN_PLACE_PULL * 0.1)
+    away = p0.copy()
+    away[S.P_X] = -0.4  # 0.4 m behind the start, stepping 0.1 m back toward it
+    assert DOMAIN.outcome(in_place, GROUND, a, high, away).terms["drift"] == pytest.approx(-2.0 - S.IN_PLACE_PULL * 0.3)
 
 
 # ---------------------------------------------------------------- legality and set_state

@@ -94,3 +94,14 @@ def test_numpy_policy_matches_the_stored_tensors():
         h = np.maximum(tensors[f"hidden.{i}.weight"] @ h + tensors[f"hidden.{i}.bias"], 0)
     expected = np.tanh(tensors["mu.weight"] @ h + tensors["mu.bias"])
     np.testing.assert_allclose(E.load_policy("run_forward")(x), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_training_steps_record_matches_the_shipped_weights():
+    """``experts train`` with no ``--steps`` reruns what each shipped expert was trained with."""
+
+    from imaginebench.domains.halfcheetah.training import TRAIN_STEPS
+
+    assert set(TRAIN_STEPS) == set(E.POLICIES)
+    for name in SHIPPED:
+        settings = E.load_policy(name).info["settings"]
+        assert settings["steps"] == TRAIN_STEPS[name], name

@@ -30,7 +30,8 @@ def _check_env(env: str) -> None:
 def train(
     env: str = typer.Option(..., "--env", help="Environment id (HalfCheetah-v0)."),
     task: Optional[List[str]] = typer.Option(None, "--task", help="Expert policies to train (repeatable; default all)."),
-    steps: int = typer.Option(60_000, "--steps", help="Environment steps of online SAC per policy."),
+    steps: Optional[int] = typer.Option(None, "--steps",
+                                        help="Environment steps of online SAC per policy (default: what each shipped expert used)."),
     seed: int = typer.Option(0, "--seed", help="Training seed."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir",
                                            help="Write the safetensors files here (default: inside the package)."),
@@ -41,16 +42,17 @@ def train(
     _check_env(env)
     from imaginebench.domains.base import choice_error
     from imaginebench.domains.halfcheetah.expert import POLICIES, policy_path
-    from imaginebench.domains.halfcheetah.training import TrainSettings, train_expert
+    from imaginebench.domains.halfcheetah.training import TRAIN_STEPS, TrainSettings, train_expert
 
     policies = list(task or POLICIES)
     for name in policies:
         if name not in POLICIES:
             raise choice_error("HalfCheetah-v0 expert policy", name, POLICIES)
-    if steps <= 0:
+    if steps is not None and steps <= 0:
         raise ValueError(f"--steps must be positive, got {steps}.")
-    settings = TrainSettings(steps=steps, random_steps=min(5_000, steps // 5), seed=seed)
     for name in policies:
+        n = steps or TRAIN_STEPS[name]
+        settings = TrainSettings(steps=n, random_steps=min(5_000, n // 5), seed=seed)
         out = (out_dir / f"{name}.safetensors") if out_dir else policy_path(name)
         meta = train_expert(name, settings, out=out, eval_episodes=eval_episodes, progress=progress)
         typer.echo(f"{name}: {meta['evaluation']} in {meta['train_seconds']} s -> {out}")

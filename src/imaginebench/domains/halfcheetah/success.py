@@ -32,7 +32,8 @@ Each flight counts once.
 Rewards (minus ``CTRL_COST``·|a|² in all): run tasks the velocity in the asked direction
 (gymnasium's ``forward_reward``, signed); sequential tasks the velocity in the direction of the
 current half; jump tasks ``HEIGHT_WEIGHT``·(torso rise while airborne and upright) plus the velocity in the
-asked direction capped at ``JUMP_DRIFT_CAP`` (in place: minus the speed); the rise is
+asked direction capped at ``JUMP_DRIFT_CAP`` (in place: minus the speed and
+``IN_PLACE_PULL``·the distance from the start); the rise is
 measured from the standing height ``STANDING_ROOTZ``, so that running is
 not the best way to earn a jump task's reward.
 """
@@ -77,6 +78,9 @@ STANDING_ROOTZ = -0.13
 torque); the jump reward counts the torso's rise above it."""
 JUMP_DRIFT_CAP = 1.0
 """m/s: the most velocity a directed jump task's reward counts."""
+IN_PLACE_PULL = 2.0
+"""Per metre from the start: jumping in place's reward also pays for distance, not only speed
+(with speed alone its expert drifted 0.8 m on average)."""
 
 P_T, P_X, P_HALF, P_JUMPS, P_IN_JUMP, P_MAX_ABS = range(6)
 PROGRESS_LAYOUT: tuple[str, ...] = ("t", "x", "x_half", "jumps", "in_jump", "max_abs_x")
@@ -166,7 +170,8 @@ def reward_terms(family: str, params: Mapping[str, object], action: np.ndarray, 
     if family == "jump":
         drift = min(float(params["sign"]) * velocity, JUMP_DRIFT_CAP)
     elif family == "jump_in_place":
-        drift = -abs(velocity)
+        x_after = float(progress_before[P_X]) + float(s[P.DX])
+        drift = -abs(velocity) - IN_PLACE_PULL * abs(x_after)
     else:
         raise ValueError(f"Unknown HalfCheetah-v0 task family {family!r}; valid: {', '.join(FAMILIES)}.")
     return {"height": height, "drift": drift, "ctrl": ctrl}

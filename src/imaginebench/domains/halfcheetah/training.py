@@ -32,6 +32,12 @@ from imaginebench.domains.halfcheetah.expert import POLICIES, MLPPolicy, policy_
 
 RUN_TARGET_SPEED = 2.0
 """m/s: the plain run experts' training reward peaks at this speed."""
+TRAIN_STEPS: dict[str, int] = {
+    "run_forward": 40_000, "run_backward": 40_000,
+    "run_forward_faster": 80_000, "run_backward_faster": 80_000,
+    "jump_forward": 100_000, "jump_backward": 100_000, "jump_in_place": 100_000,
+}
+"""Environment steps each shipped expert was trained for (what ``experts train`` reruns)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class TrainSettings:
 
     steps: int = 60_000
     random_steps: int = 5_000
+    """Uniformly random steps before SAC acts (``min(5_000, steps // 5)`` from the CLI)."""
     batch_size: int = 256
     hidden_units: tuple[int, ...] = (256, 256)
     learning_rate: float = 3e-4
@@ -120,17 +127,18 @@ def _policy_tensors(algo) -> tuple[dict[str, np.ndarray], int]:
 
 
 def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out: Path | None = None,
-                 eval_episodes: int = 20, progress: bool = True) -> dict[str, Any]:
+                 eval_episodes: int = 20, progress: bool = True, snapshot_every: int = 0) -> dict[str, Any]:
     """Train ``policy`` with SAC, evaluate it and write its safetensors file (atomically).
 
-    Returns the metadata written with the weights.
+    ``snapshot_every``: also write the policy every that many steps as ``<out>-at-<step>``
+    (unevaluated; with the same seed, the snapshot at step k is what ``steps=k`` trains when
+    ``k ≥ 5·random_steps``).  Returns the metadata written with the weights.
     """
     if policy not in POLICIES:
         from imaginebench.domains.base import choice_error
 
         raise choice_error("HalfCheetah-v0 expert policy", policy, POLICIES)
     import torch
-    from safetensors.numpy import save_file
 
     from imaginebench.algos._d3rlpy import load
 
@@ -145,11 +153,18 @@ def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out:
         actor_encoder_factory=encoder, critic_encoder_factory=encoder,
     ).create(device="cpu:0")
     buffer = d3rlpy.dataset.create_fifo_replay_buffer(limit=settings.steps, env=env)
+    path = out or policy_path(policy)
+
+    def snapshot(algo_: Any, epoch: int, step: int) -> None:
+        if snapshot_every and step % snapshot_every == 0 and step < settings.steps:
+            tensors_, _ = _policy_tensors(algo_)
+            _save(tensors_, {"policy": policy, "step": str(step)}, path.with_name(f"{path.stem}-at-{step}.safetensors"))
+
     started = time.perf_counter()
     algo.fit_online(env, buffer, n_steps=settings.steps, n_steps_per_epoch=max(1, settings.steps // 10),
                     random_steps=settings.random_steps, update_start_step=settings.random_steps,
                     save_interval=10**9, logger_adapter=d3rlpy.logging.NoopAdapterFactory(),
-                    show_progress=progress)
+                    show_progress=progress, callback=snapshot if snapshot_every else None)
     train_s = time.perf_counter() - started
     env.close()
 
@@ -160,9 +175,14 @@ def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out:
                                     if policy in ("run_forward", "run_backward") else "task reward")}
     act = MLPPolicy(tensors, metadata)
     metadata["evaluation"] = json.dumps(evaluate(act, policy, eval_episodes, seed=10_000))
-    path = out or policy_path(policy)
+    _save(tensors, metadata, path)
+    return metadata
+
+
+def _save(tensors: dict[str, np.ndarray], metadata: dict[str, str], path: Path) -> None:
+    from safetensors.numpy import save_file
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata=metadata)
     tmp.replace(path)
-    return metadata
