@@ -26,7 +26,8 @@ Rules (thresholds justified in ``notes/halfcheetah.md``):
   start.
 
 A *jump* is a flight — every body part at least ``AIR_CLEARANCE`` above the floor — during which
-the torso rises to ``JUMP_HEIGHT`` above its rest height, upright (``|pitch| ≤ MAX_PITCH``).
+the root height ``rootz`` reaches ``JUMP_HEIGHT`` (0.43 m above standing), upright
+(``|pitch| ≤ MAX_PITCH``).
 Each flight counts once.
 
 Rewards (minus ``CTRL_COST``·|a|² in all): run tasks the velocity in the asked direction
@@ -63,7 +64,7 @@ AIR_CLEARANCE = 0.02
 """m: every body part this far above the floor counts as airborne (MuJoCo's soft contacts let a
 resting capsule sink a few mm)."""
 JUMP_HEIGHT = 0.3
-"""m the torso must rise above its rest height during a flight for the flight to be a jump."""
+"""``rootz`` a flight must reach to be a jump: 0.43 m above standing (``STANDING_ROOTZ``)."""
 MAX_PITCH = 1.0
 """rad: a jump is upright (flips and tumbles do not count)."""
 JUMPS = 2
