@@ -1,8 +1,8 @@
 """HalfCheetah-v0's shipped experts: they load, they solve their tasks, the two sequential
 experts are told apart by the order check, and a bad weights file gives a one-line error.
 
-Only the running experts ship so far (:data:`SHIPPED`); the jump experts are still to be trained
-(issue 13), and their tasks join these tests with their weights."""
+Every expert but jump-in-place's ships so far (:data:`SHIPPED`); its task joins these tests
+with its weights."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ pytest.importorskip("mujoco")
 pytest.importorskip("safetensors")
 
 from imaginebench.domains.halfcheetah import expert as E  # noqa: E402
+from imaginebench.domains.halfcheetah import success as S  # noqa: E402
 from imaginebench.domains.halfcheetah.env import HalfCheetahEnv  # noqa: E402
 
 
-SHIPPED = ("run_forward", "run_backward", "run_forward_faster", "run_backward_faster")
+SHIPPED = ("run_forward", "run_backward", "run_forward_faster", "run_backward_faster", "jump_forward", "jump_backward")
 
 
 def episode(env: HalfCheetahEnv, task: str, seed: int, policy_task: str | None = None) -> bool:
@@ -32,6 +33,7 @@ def episode(env: HalfCheetahEnv, task: str, seed: int, policy_task: str | None =
 
 
 @pytest.mark.parametrize("level,task", [("train", "run_forward"), ("train", "run_backward"),
+                                        ("train", "jump_forward"), ("train", "jump_backward"),
                                         ("easy", "run_forward_faster"), ("easy", "run_backward_faster"),
                                         ("hard", "run_forward_then_backward"), ("hard", "run_backward_then_forward")])
 def test_expert_solves_its_task(level, task):
@@ -46,6 +48,15 @@ def test_sequential_experts_fail_each_others_order():
     assert not episode(env, "run_backward_then_forward", 7, policy_task="run_forward_then_backward")
     assert episode(env, "run_backward_then_forward", 7)
     assert not episode(env, "run_forward_then_backward", 7, policy_task="run_backward_then_forward")
+
+
+def test_jump_experts_jump_in_their_own_direction():
+    """Each directed jump expert makes real (airborne, upright, high) jumps and fails the other
+    direction's task."""
+    env = HalfCheetahEnv("train")
+    for task, other in (("jump_forward", "jump_backward"), ("jump_backward", "jump_forward")):
+        assert not episode(env, other, 5, policy_task=task)
+        assert env.progress[S.P_JUMPS] >= 1, task  # it jumped, in the wrong direction for `other`
 
 
 def test_run_experts_do_not_solve_the_faster_tasks():

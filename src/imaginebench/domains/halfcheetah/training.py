@@ -35,7 +35,7 @@ RUN_TARGET_SPEED = 2.0
 TRAIN_STEPS: dict[str, int] = {
     "run_forward": 40_000, "run_backward": 40_000,
     "run_forward_faster": 80_000, "run_backward_faster": 80_000,
-    "jump_forward": 100_000, "jump_backward": 100_000, "jump_in_place": 100_000,
+    "jump_forward": 40_000, "jump_backward": 30_000, "jump_in_place": 100_000,
 }
 """Environment steps each shipped expert was trained for (what ``experts train`` reruns)."""
 
