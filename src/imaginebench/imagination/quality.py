@@ -43,8 +43,9 @@ mocap lead or the fingers' motion, and over 16,232 real expert transitions (all 
 ≤ 0.025 m, gripper opening ≤ 0.071, object positions ≤ 0.034 m, quaternions ≤ 0.073;
 notes/metaworld.md), so real expert data scores 100%.  LIBERO: 2 cm in positions (provisional: not yet checked against imagined data).
 HalfCheetah: 0.5 over angles (rad), velocities (m/s, rad/s) and ``dx`` (m) — ``set_state`` is
-exact there (set-state + step matches the live env to < 1e-6), so the tolerance only sets how
-far an imagined state may stray; provisional until checked on imagined data.
+exact there (set-state + step matches the live env to < 1e-6; on 21,876 real train transitions
+the mean error is 1.6e-6 and correctness 100%), so the tolerance only sets how far an
+imagined state may stray (provisional until checked on imagined data).
 """
 
 
