@@ -116,3 +116,16 @@ def test_training_steps_record_matches_the_shipped_weights():
     for name in SHIPPED:
         settings = E.load_policy(name).info["settings"]
         assert settings["steps"] == TRAIN_STEPS[name], name
+
+
+def test_real_expert_rollouts_pass_the_imagination_quality_checks():
+    """Real data is the yardstick of the transition tolerance and the legality check: expert
+    rollouts of every train task are 100% correct and legal."""
+    from imaginebench.data.collect import collect
+    from imaginebench.imagination.quality import check_rollouts
+
+    data = collect("HalfCheetah-v0", "train", 4, seed=3)
+    report = check_rollouts("HalfCheetah-v0", "train", data, replay=False).report
+    assert report.episodes == 4 and report.transitions > 100
+    assert report.transition_correctness == 1.0 and report.legality == 1.0
+    assert report.mean_transition_error < 1e-3
