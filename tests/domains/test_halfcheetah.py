@@ -178,10 +178,11 @@ def test_rewards_per_task():
     assert DOMAIN.outcome(jump, GROUND, a, pose(STANDING, dx=0.1), p0).terms["height"] == 0.0  # on the ground
     assert DOMAIN.outcome(jump, GROUND, a, pose(0.5, pitch=2.0), p0).terms["height"] == 0.0  # tumbling
     in_place = DOMAIN.task("jump_in_place")
-    assert DOMAIN.outcome(in_place, GROUND, a, high, p0).terms["drift"] == pytest.approx(-2.0 - S.IN_PLACE_PULL * 0.1)
+    assert DOMAIN.outcome(in_place, GROUND, a, high, p0).terms["drift"] == pytest.approx(-2.0)  # 0.1 m: free zone
     away = p0.copy()
-    away[S.P_X] = -0.4  # 0.4 m behind the start, stepping 0.1 m back toward it
-    assert DOMAIN.outcome(in_place, GROUND, a, high, away).terms["drift"] == pytest.approx(-2.0 - S.IN_PLACE_PULL * 0.3)
+    away[S.P_X] = -0.5  # 0.5 m behind the start, stepping 0.1 m back toward it
+    pull = S.IN_PLACE_PULL * (0.4 - S.IN_PLACE_FREE)
+    assert DOMAIN.outcome(in_place, GROUND, a, high, away).terms["drift"] == pytest.approx(-2.0 - pull)
 
 
 # ---------------------------------------------------------------- legality and set_state
