@@ -1,0 +1,149 @@
+"""The LIBERO-v0 domain: state layout, tasks and the pure success/reward/legality functions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.libero import layout as L
+from imaginebench.domains.libero import success as S
+from imaginebench.domains.libero.tasks import HORIZON, build_tasks
+
+JOINT_LIMITS = np.array([
+    [-2.8973, 2.8973], [-1.7628, 1.7628], [-2.8973, 2.8973], [-3.0718, -0.0698],
+    [-2.8973, 2.8973], [-0.0175, 3.7525], [-2.8973, 2.8973],
+])
+"""The Panda's joint ranges (rad) in robosuite's model (``robot0_joint1..7``)."""
+JOINT_TOLERANCE = 0.05
+"""rad a joint may lie beyond its range (MuJoCo's limits are soft)."""
+FINGER_TOLERANCE = 0.005
+"""m a finger joint may lie beyond [0, 0.04] (left) / [-0.04, 0] (right)."""
+QUAT_TOLERANCE = 0.02
+"""A quaternion's norm lies within this of 1."""
+EEF_BOUNDS = (np.array([-0.6, -0.7, -0.01]), np.array([0.6, 0.7, 1.0]))
+"""The end effector stays in front of the base (-0.6, 0, 0), within the arm's reach, above the floor."""
+WORKSPACE_BOUNDS = (np.array([-0.7, -0.7]), np.array([0.7, 0.7]))
+"""Every body's origin lies on the floor area in front of the robot (xy)."""
+MAX_HEIGHT = 1.0
+"""No body's origin is higher than this (m)."""
+MIN_HEIGHT: Mapping[str, float] = {
+    "alphabet_soup": 0.021, "cream_cheese": -0.001, "salad_dressing": 0.008, "basket": -0.015,
+}
+"""Lowest origin height of each body: its smallest half-extent (the can lying on its side 0.031,
+the box flat 0.009, the bottle lying 0.018; the basket's origin 0.005 below the floor) minus 0.01
+of contact penetration.  Lower means the body is inside the floor."""
+MIN_SEPARATION = 0.03
+"""Two objects' origins closer than this (m) overlap: every object is at least 0.036 wide in
+every direction except the cream-cheese box's 0.018 height, so even stacked ones are further apart."""
+
+
+def legality_errors(state: np.ndarray) -> list[str]:
+    """Why ``state`` is not a physically valid LIBERO-v0 state (empty when it is).
+
+    Checks: 44 finite numbers; joint angles within the Panda's ranges; finger joints within their
+    travel; end effector inside the reachable box, above the floor; every quaternion unit-norm;
+    every body on the floor area, below 1 m and not sunk into the floor; no two objects
+    overlapping.  Not checked: that the end-effector pose matches the joint angles (that needs
+    the arm's kinematics).
+    """
+    s = np.asarray(state, dtype=np.float64)
+    if s.shape != (L.STATE_DIM,):
+        return [f"expected {L.STATE_DIM} values, got shape {s.shape}"]
+    if not np.all(np.isfinite(s)):
+        return ["non-finite values"]
+    errors = []
+    joints = s[L.JOINTS]
+    for i in np.flatnonzero((joints < JOINT_LIMITS[:, 0] - JOINT_TOLERANCE) | (joints > JOINT_LIMITS[:, 1] + JOINT_TOLERANCE)):
+        errors.append(f"joint {i + 1} angle {joints[i]:.3f} outside [{JOINT_LIMITS[i, 0]}, {JOINT_LIMITS[i, 1]}]")
+    left, right = s[L.GRIPPER]
+    if not (-FINGER_TOLERANCE <= left <= L.FINGER_OPEN + FINGER_TOLERANCE
+            and -L.FINGER_OPEN - FINGER_TOLERANCE <= right <= FINGER_TOLERANCE):
+        errors.append(f"finger joints ({left:.4f}, {right:.4f}) outside [0, 0.04] / [-0.04, 0]")
+    eef = L.eef(s)
+    if np.any(eef < EEF_BOUNDS[0]) or np.any(eef > EEF_BOUNDS[1]):
+        errors.append(f"end effector {np.round(eef, 3)} outside the reachable box")
+    norm = float(np.linalg.norm(s[L.EEF_QUAT]))
+    if abs(norm - 1.0) > QUAT_TOLERANCE:
+        errors.append(f"end-effector quaternion norm {norm:.3f} is not 1")
+    for entity in L.ENTITIES:
+        p = L.pos(s, entity)
+        if np.any(p[:2] < WORKSPACE_BOUNDS[0]) or np.any(p[:2] > WORKSPACE_BOUNDS[1]) or p[2] > MAX_HEIGHT:
+            errors.append(f"{entity} position {np.round(p, 3)} outside the workspace")
+        if p[2] < MIN_HEIGHT[entity]:
+            errors.append(f"{entity} at height {p[2]:.3f}, inside the floor (lowest {MIN_HEIGHT[entity]})")
+        norm = float(np.linalg.norm(L.quat(s, entity)))
+        if abs(norm - 1.0) > QUAT_TOLERANCE:
+            errors.append(f"{entity} quaternion norm {norm:.3f} is not 1")
+    for i, a in enumerate(L.OBJECTS):
+        for b in L.OBJECTS[i + 1:]:
+            d = float(np.linalg.norm(L.pos(s, a) - L.pos(s, b)))
+            if d < MIN_SEPARATION:
+                errors.append(f"{a} and {b} overlap (origins {d:.3f} apart)")
+    return errors
+
+
+class LiberoDomain(Domain):
+    """Pick-and-place with a Panda arm in LIBERO-Object's scene (see :mod:`.env`).
+
+    The progress record is :data:`.success.PROGRESS_LAYOUT`: the objects' start xy and one latch
+    per object that has been in the basket.
+    """
+
+    env_id: ClassVar[str] = "LIBERO-v0"
+    state_dim: ClassVar[int] = L.STATE_DIM
+    horizon: ClassVar[int] = HORIZON
+    discrete_actions: ClassVar[bool] = False
+    action_dim: ClassVar[int] = L.ACTION_DIM
+    state_layout: ClassVar[tuple[str, ...]] = L.STATE_LAYOUT
+    progress_layout: ClassVar[tuple[str, ...]] = S.PROGRESS_LAYOUT
+
+    def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
+        return build_tasks()
+
+    def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
+        return S.initial_progress(self._check_state(state))
+
+    def outcome(
+        self,
+        task: Task,
+        state: np.ndarray,
+        action: np.ndarray | int,
+        next_state: np.ndarray,
+        progress: np.ndarray,
+    ) -> StepOutcome:
+        s, ns = self._check_state(state), self._check_state(next_state)
+        success, next_p, terms = S.reward_terms(task.family, task.params, s, ns, progress)
+        return StepOutcome(success=success, reward=float(sum(terms.values())), progress=next_p, terms=terms)
+
+    def success(self, task: Task, state: np.ndarray, progress: np.ndarray | None = None) -> bool:
+        """Whether ``task`` holds in ``state`` (``progress``: the record so far; default: the
+        record of an episode starting in ``state``)."""
+        s = self._check_state(state)
+        p = self.initial_progress(task, s) if progress is None else np.asarray(progress, dtype=np.float64)
+        return S.evaluate(task.family, task.params, s, S.advance_progress(p, s))[0]
+
+    def holds(self, task: Task, state: np.ndarray) -> bool:
+        """Whether an episode starting in ``state`` would already count as solved (resets resample)."""
+        return self.success(task, state)
+
+    def distance(self, task: Task, state: np.ndarray, progress: np.ndarray) -> float:
+        """The task distance the shaping reward is built from (metres)."""
+        return S.evaluate(task.family, task.params, self._check_state(state),
+                          np.asarray(progress, dtype=np.float64))[1]
+
+    def is_legal(self, state: np.ndarray) -> bool:
+        return not legality_errors(state)
+
+    def legality_errors(self, state: np.ndarray) -> list[str]:
+        """Why ``state`` is illegal (empty when legal)."""
+        return legality_errors(state)
+
+    def _check_state(self, state: np.ndarray) -> np.ndarray:
+        s = np.asarray(state, dtype=np.float64)
+        if s.shape != (L.STATE_DIM,):
+            raise ValueError(f"LIBERO-v0: expected a state of shape ({L.STATE_DIM},), got {s.shape}; "
+                             f"the layout is LiberoDomain.state_layout.")
+        return s
