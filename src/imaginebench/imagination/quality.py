@@ -31,7 +31,7 @@ TRANSITION_TOLERANCE: Mapping[str, float] = {
     "CLEVR-v0": 0.05,
     "BabyAI-v0": 0.5,
     "MetaWorld-v0": 0.1,
-    "LIBERO-v0": 0.02,
+    "LIBERO-v0": 0.05,
     "HalfCheetah-v0": 0.5,
 }
 """Largest |simulated - generated| over state dims for a transition to count as correct.
@@ -41,7 +41,10 @@ means "equal after rounding".  Meta-World: 0.1 — ``set_state`` cannot restore 
 mocap lead or the fingers' motion, and over 16,232 real expert transitions (all 22 tasks)
 ``set_state`` + step differs from the recorded next state by at most 0.073 in any dim (hand
 ≤ 0.025 m, gripper opening ≤ 0.071, object positions ≤ 0.034 m, quaternions ≤ 0.073;
-notes/metaworld.md), so real expert data scores 100%.  LIBERO: 2 cm in positions (provisional: not yet checked against imagined data).
+notes/metaworld.md), so real expert data scores 100%.  LIBERO: 0.05 — ``set_state`` restores the configuration but not velocities; over 1,198 real
+expert transitions re-simulation differs by at most 0.050 rad in joints and 0.053 m in object
+positions (99th percentile 0.046 / 0.008), so 0.05 scores at least 99% of them correct
+(notes/libero.md); provisional.
 HalfCheetah: 0.5 over angles (rad), velocities (m/s, rad/s) and ``dx`` (m) — ``set_state`` is
 exact there (set-state + step matches the live env to < 1e-6; on 21,876 real train transitions
 the mean error is 1.6e-6 and correctness 100%), so the tolerance only sets how far an
