@@ -1,9 +1,8 @@
-"""Calibration and speed of LIBERO-v0: expert and random success per task, re-simulation error of
-``set_state``, and env steps/s against the bare LIBERO env.
+"""LIBERO-v0 measurements: env steps/s against the bare LIBERO env, and the re-simulation error of
+``set_state`` per kind of state dim (the basis of its transition tolerance).
 
-Run ``python -m imaginebench.domains.libero.calibration --episodes 20 --random 10`` (prints one
-line per task and writes a JSON report with ``--out``).  The numbers in ``notes/libero.md`` come
-from this module.
+Run ``python benchmarks/libero_env.py --speed`` or ``--resim`` (prints JSON).  Expert and random
+success per task come from the shared ``imaginebench calibrate --env LIBERO-v0``.
 """
 
 from __future__ import annotations
@@ -11,31 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from imaginebench.domains.libero import layout as L
-
-
-@dataclass
-class TaskCalibration:
-    """Outcome of one task's expert and random episodes."""
-
-    task: str
-    level: str
-    expert_episodes: int
-    expert_success: float
-    expert_max_length: int
-    expert_mean_length: float
-    expert_seconds_per_episode: float
-    random_episodes: int
-    random_success: float
-    resim_max_error: float = float("nan")
-    """Largest |set_state(s) + step(a) - s'| over all dims and the checked expert transitions."""
-    resim_p99_error: float = float("nan")
-    failures: list[int] = field(default_factory=list)
-    """Seeds of the failed expert episodes."""
 
 
 def run_episode(env, task: str, seed: int, policy: str, rng: np.random.Generator | None = None):
@@ -54,16 +32,6 @@ def run_episode(env, task: str, seed: int, policy: str, rng: np.random.Generator
         actions.append(np.asarray(action, dtype=np.float64))
         if terminated or truncated:
             return bool(info["is_success"]), len(actions), states, actions
-
-
-def resim_errors(env, states: list[np.ndarray], actions: list[np.ndarray], every: int) -> list[float]:
-    """``max |set_state(s_t) + step(a_t) - s_{t+1}|`` for every ``every``-th transition."""
-    out = []
-    for t in range(0, len(actions), every):
-        env.set_state(states[t])
-        nxt = env.step(actions[t])[4]["state"]
-        out.append(float(np.abs(np.asarray(nxt) - states[t + 1]).max()))
-    return out
 
 
 GROUPS = {
@@ -98,51 +66,6 @@ def resim_by_group(tasks=(("easy", "pick_place_soup"), ("easy", "pick_place_dres
             env.close()
     return {name: {"max": max(v), "p99": float(np.percentile(v, 99)), "p90": float(np.percentile(v, 90)),
                    "transitions": len(v)} for name, v in errors.items()}
-
-
-def calibrate(levels=("train", "easy", "hard"), episodes: int = 20, random_episodes: int = 10,
-              seed: int = 100_000, resim_episodes: int = 2, resim_every: int = 5, tasks=None,
-              log=print) -> list[TaskCalibration]:
-    """Expert and random success of every task of ``levels`` (seeds ``seed + i``)."""
-    from imaginebench.domains.libero.env import LiberoEnv
-
-    results = []
-    for level in levels:
-        env = LiberoEnv(level)
-        try:
-            for task in env.tasks:
-                if tasks and task not in tasks:
-                    continue
-                ok, lengths, errors, failures = 0, [], [], []
-                start = time.perf_counter()
-                for i in range(episodes):
-                    success, length, states, actions = run_episode(env, task, seed + i, "expert")
-                    ok += success
-                    lengths.append(length)
-                    if not success:
-                        failures.append(seed + i)
-                    if i < resim_episodes:
-                        errors += resim_errors(env, states, actions, resim_every)
-                seconds = (time.perf_counter() - start) / max(episodes, 1)
-                rng = np.random.default_rng(seed)
-                random_ok = sum(run_episode(env, task, seed + 50_000 + i, "random", rng)[0]
-                                for i in range(random_episodes))
-                row = TaskCalibration(
-                    task=task, level=level, expert_episodes=episodes, expert_success=ok / max(episodes, 1),
-                    expert_max_length=max(lengths, default=0), expert_mean_length=float(np.mean(lengths)) if lengths else 0.0,
-                    expert_seconds_per_episode=seconds, random_episodes=random_episodes,
-                    random_success=random_ok / max(random_episodes, 1),
-                    resim_max_error=max(errors, default=float("nan")),
-                    resim_p99_error=float(np.percentile(errors, 99)) if errors else float("nan"),
-                    failures=failures,
-                )
-                results.append(row)
-                log(f"{level:5s} {task:30s} expert {ok:3d}/{episodes} (max len {row.expert_max_length:3d}, "
-                    f"{seconds:5.1f} s/ep)  random {random_ok}/{random_episodes}  "
-                    f"resim max {row.resim_max_error:.4f} p99 {row.resim_p99_error:.4f}")
-        finally:
-            env.close()
-    return results
 
 
 def speed(steps: int = 100, rounds: int = 5, seed: int = 0) -> dict[str, float]:
@@ -203,25 +126,12 @@ def speed(steps: int = 100, rounds: int = 5, seed: int = 0) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=20)
-    parser.add_argument("--random", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=100_000)
-    parser.add_argument("--levels", default="train,easy,hard")
-    parser.add_argument("--tasks", default="")
-    parser.add_argument("--speed", action="store_true", help="only measure steps/s")
-    parser.add_argument("--resim", action="store_true", help="only measure set_state re-simulation errors")
-    parser.add_argument("--out", default="")
+    parser.add_argument("--speed", action="store_true", help="measure steps/s against the bare LIBERO env")
+    parser.add_argument("--resim", action="store_true", help="measure set_state re-simulation errors")
     args = parser.parse_args()
-    if args.speed or args.resim:
-        report: object = speed() if args.speed else resim_by_group()
-        print(json.dumps(report, indent=2))
-    else:
-        rows = calibrate(tuple(args.levels.split(",")), args.episodes, args.random, args.seed,
-                         tasks=[t for t in args.tasks.split(",") if t])
-        report = [asdict(r) for r in rows]
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2)
+    if not (args.speed or args.resim):
+        parser.error("choose --speed or --resim")
+    print(json.dumps(speed() if args.speed else resim_by_group(), indent=2))
 
 
 if __name__ == "__main__":
