@@ -117,7 +117,7 @@ def test_unknown_task_level_and_bad_states(envs):
     with pytest.raises(ValueError, match="train, rephrase, easy, hard"):
         imaginebench.make("LIBERO-v0", level="medium")
     with pytest.raises(ValueError, match=r"shape \(44,\)"):
-        DOMAIN.outcome(DOMAIN.task("pick_soup"), np.zeros(43), np.zeros(7), np.zeros(43), np.zeros(9))
+        DOMAIN.outcome(DOMAIN.task("pick_soup"), np.zeros(43), np.zeros(7), np.zeros(43), np.zeros(S.PROGRESS_DIM))
     envs["train"].reset(seed=0, options={"task": "pick_soup"})
     bad = envs["train"].state.copy()
     bad[3] = np.nan
@@ -175,9 +175,16 @@ def test_next_to_aside_and_out_of_basket_rules():
     task = DOMAIN.task("aside_dressing")
     p0 = DOMAIN.initial_progress(task, start)
     d = L.pos(start, "salad_dressing")
-    assert not DOMAIN.success(task, resting_state(salad_dressing=d + [0.05, 0, 0]), p0)
-    assert DOMAIN.success(task, resting_state(salad_dressing=d + [0.08, 0, 0]), p0)
-    assert not DOMAIN.success(task, resting_state(salad_dressing=d + [0.08, 0, 0.05]), p0)  # still held
+    up = resting_state(salad_dressing=d + [0.04, 0, S.LIFT_HEIGHT + 0.01])
+    lifted_p = DOMAIN.outcome(task, start, np.zeros(7), up, p0).progress
+    assert S.was_lifted(lifted_p, "salad_dressing") and not S.was_lifted(lifted_p, "alphabet_soup")
+    assert not DOMAIN.success(task, resting_state(salad_dressing=d + [0.05, 0, 0]), lifted_p)
+    assert DOMAIN.success(task, resting_state(salad_dressing=d + [0.08, 0, 0]), lifted_p)
+    assert not DOMAIN.success(task, resting_state(salad_dressing=d + [0.08, 0, 0.05]), lifted_p)  # still held
+    # pushed (or knocked over) 0.08 away without ever being lifted: not placed aside
+    assert not DOMAIN.success(task, resting_state(salad_dressing=d + [0.08, 0, 0]), p0)
+    pushed = DOMAIN.outcome(task, start, np.zeros(7), resting_state(salad_dressing=d + [0.08, 0, 0]), p0)
+    assert not pushed.success and not S.was_lifted(pushed.progress, "salad_dressing")
     assert not DOMAIN.holds(task, start)
     # out of the basket
     b = L.pos(s, "basket")

@@ -17,9 +17,12 @@ Thresholds (SPEC §3.4, checked against the scene's measured geometry, :mod:`.la
 * **X next to Y** — X resting on the floor (origin at most :data:`REST_TOLERANCE` above its
   resting height), not in the basket, with its origin within :data:`NEXT_TO_RADIUS` (0.12, xy)
   of Y's.  Objects touch at 0.06–0.08 centre distance; at the start they are at least 0.15 apart.
-* **X aside** — X resting on the floor, not in the basket, its origin moved more than
-  :data:`ASIDE_DISTANCE` (0.07, xy) from where the episode started it (the progress record
-  keeps the start).
+* **X aside** (pick and place aside) — X has been lifted at some step (its origin
+  :data:`LIFT_HEIGHT` above its resting height; a latch in the progress record) and is now
+  resting on the floor, not in the basket, its origin moved more than :data:`ASIDE_DISTANCE`
+  (0.07, xy) from where the episode started it (the progress record keeps the start).  Without
+  the lift, an arm that knocks the standing bottle over would count: it then lies more than
+  0.07 from its start (uniform random actions did so in 3 of 10 calibration episodes).
 * **X out of the basket** — X resting on the floor with its origin more than
   :data:`OUT_RADIUS` (0.15, xy) from the basket's.  The SPEC's "~0.35–0.45" was the distance
   of the original's objects from their basket at the start; here 0.15 already puts the whole
@@ -30,7 +33,7 @@ Thresholds (SPEC §3.4, checked against the scene's measured geometry, :mod:`.la
   checked, none twice).
 
 Progress record (:data:`PROGRESS_LAYOUT`): the xy of each object at the episode's start (6), then
-one latch per object that has been in the basket (3).
+one latch per object that has been in the basket (3), then one per object that has been lifted (3).
 
 Reward of a transition = ``SHAPING_SCALE * (distance(s) - distance(s'))`` (0 after a success) +
 ``SUCCESS_BONUS`` when ``s'`` succeeds.  The distance (metres) is the end effector's distance to
@@ -69,9 +72,11 @@ BASKET_TARGET_HEIGHT = 0.06
 PROGRESS_LAYOUT: tuple[str, ...] = (
     *(f"{o}_start_{c}" for o in L.OBJECTS for c in ("x", "y")),
     *(f"{o}_placed" for o in L.OBJECTS),
+    *(f"{o}_lifted" for o in L.OBJECTS),
 )
 PROGRESS_DIM = len(PROGRESS_LAYOUT)
 LATCH_START = 2 * len(L.OBJECTS)
+LIFT_LATCH_START = 3 * len(L.OBJECTS)
 
 Params = Mapping[str, Any]
 
@@ -119,6 +124,10 @@ def latched(progress: np.ndarray, obj: str) -> bool:
     return bool(progress[LATCH_START + L.OBJECTS.index(obj)] >= 0.5)
 
 
+def was_lifted(progress: np.ndarray, obj: str) -> bool:
+    return bool(progress[LIFT_LATCH_START + L.OBJECTS.index(obj)] >= 0.5)
+
+
 def basket_target(s: np.ndarray) -> np.ndarray:
     return L.pos(s, "basket") + np.array([0.0, 0.0, BASKET_TARGET_HEIGHT])
 
@@ -161,9 +170,11 @@ def _next_to(p: Params, s: np.ndarray, progress: np.ndarray) -> tuple[bool, floa
 def _aside(p: Params, s: np.ndarray, progress: np.ndarray) -> tuple[bool, float]:
     obj = p["objects"][0]
     moved = L.xy_distance(L.pos(s, obj), start_xy(progress, obj))
-    ok = moved > ASIDE_DISTANCE and resting(s, obj) and not in_basket(s, obj)
+    up = was_lifted(progress, obj)
+    ok = up and moved > ASIDE_DISTANCE and resting(s, obj) and not in_basket(s, obj)
     height = 0.0 if resting(s, obj) else float(L.pos(s, obj)[2]) - L.REST_Z[obj]
-    return ok, _approach(s, obj) + max(0.0, ASIDE_DISTANCE - moved) + height
+    lift_deficit = 0.0 if up else max(0.0, L.REST_Z[obj] + LIFT_HEIGHT - float(L.pos(s, obj)[2]))
+    return ok, _approach(s, obj) + max(0.0, ASIDE_DISTANCE - moved) + height + lift_deficit
 
 
 def _out_of_basket(p: Params, s: np.ndarray, progress: np.ndarray) -> tuple[bool, float]:
@@ -197,11 +208,14 @@ FAMILIES: tuple[str, ...] = tuple(RULES)
 
 # ---------------------------------------------------------------------------- progress and dispatch
 def advance_progress(progress: np.ndarray, next_state: np.ndarray) -> np.ndarray:
-    """The progress record after ``next_state``: latch every object now in the basket."""
+    """The progress record after ``next_state``: latch every object now in the basket, and every
+    object now lifted."""
     p = np.array(progress, dtype=np.float64, copy=True).reshape(PROGRESS_DIM)
     for i, obj in enumerate(L.OBJECTS):
         if p[LATCH_START + i] < 0.5 and in_basket(next_state, obj):
             p[LATCH_START + i] = 1.0
+        if p[LIFT_LATCH_START + i] < 0.5 and lifted(next_state, obj):
+            p[LIFT_LATCH_START + i] = 1.0
     return p
 
 
