@@ -159,3 +159,44 @@ def imagine_quality(
     reports = quality(env, profile, level, tolerance=tolerance, filter_invalid=filter_invalid, keep=keep,
                       variant=variant)
     typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))
+
+
+@imagine_app.command("render")
+@friendly
+def imagine_render(
+    env: str = EnvOpt,
+    profile: Optional[str] = ProfileOpt,
+    level: str = typer.Option("hard", "--level", help="train, rephrase, easy or hard."),
+    source: str = typer.Option("imaginary", "--source", help="imaginary or real."),
+    variant: str = typer.Option("honest", "--variant", help="Imaginary dataset: honest, unfiltered or oracle."),
+    dataset: Optional[Path] = typer.Option(None, "--dataset", help="A dataset file (instead of the data home's)."),
+    episode: int = typer.Option(0, "--episode", help="Episode index in the dataset."),
+    frames: int = typer.Option(6, "--frames", help="Frames in the strip (evenly spaced, first and last included)."),
+    out: Path = typer.Option(..., "--out", help="PNG file to write."),
+) -> None:
+    """Draw one rollout (real or imagined) from its state vectors as a PNG strip (LIBERO-v0).
+
+    Sets MUJOCO_GL=egl unless MUJOCO_GL is already set."""
+    import os
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from imaginebench.data.hub import load_imaginary, load_real
+    from imaginebench.data.storage import load_dataset
+    from imaginebench.imagination.render import episode_strip, save_png
+
+    if source not in ("imaginary", "real"):
+        raise ValueError(f"--source must be imaginary or real, got {source!r}.")
+    if dataset is not None:
+        ds = load_dataset(dataset)
+    elif source == "real":
+        ds = load_real(env, level, profile)
+    else:
+        ds = load_imaginary(env, level, profile, variant)
+        if ds is None:
+            raise FileNotFoundError(f"No imaginary {level} dataset ({variant}) for {env}; build one with "
+                                    f"imaginebench imagine generate --env {env} --level {level}.")
+    try:
+        image = episode_strip(ds, episode, frames)
+    except RuntimeError as exc:  # no OpenGL context for MuJoCo's renderer
+        raise ValueError(str(exc)) from None
+    typer.echo(f"wrote {save_png(image, out)} ({image.shape[1]} x {image.shape[0]})")
