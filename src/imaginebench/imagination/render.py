@@ -35,7 +35,7 @@ def state_renderer(env_id: str, level: str):
     if render is None:
         env.close()
         raise ValueError(f"{env_id} cannot draw a state vector (no env.unwrapped.render_state); "
-                         "rollout strips are available for LIBERO-v0.")
+                         "rollout strips are available for CLEVR-v0, BabyAI-v0 and LIBERO-v0.")
     return env, render
 
 

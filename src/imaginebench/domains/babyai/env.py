@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from imaginebench.domains.babyai import expert
+from imaginebench.domains.babyai import layout as L
 from imaginebench.domains.babyai import success as S
 from imaginebench.domains.babyai.domain import BabyAIDomain
 from imaginebench.domains.babyai.grid import BabyAIWorld, sample_world
@@ -79,6 +80,7 @@ class BabyAIEnv(InstructionEnv):
     * v0: initial version.
     """
 
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
     domain_cls = BabyAIDomain
     domain: BabyAIDomain
 
@@ -129,3 +131,21 @@ class BabyAIEnv(InstructionEnv):
     def render_text(self) -> str:
         """ASCII picture of the room (see :meth:`BabyAIWorld.render_text`)."""
         return self.world.render_text() if self.world is not None else ""
+
+    def render_state(self, state: np.ndarray, tile_size: int = 32) -> np.ndarray:
+        """An upright RGB image (``8·tile_size`` square, uint8) of any 17-number state, real or
+        imagined, drawn by minigrid's renderer on a room built for the picture (the episode's
+        room is untouched; see :meth:`BabyAIWorld.for_display` for illegal states).  No OpenGL."""
+        s = np.asarray(state, dtype=np.float64)
+        if s.size != L.STATE_DIM or not np.all(np.isfinite(s)):
+            raise ValueError(f"render_state needs a state of shape ({L.STATE_DIM},) of finite numbers, "
+                             f"got shape {s.shape}{'' if s.size != L.STATE_DIM else ' with NaN or inf'}.")
+        if int(tile_size) < 1:
+            raise ValueError(f"tile_size must be a positive number of pixels, got {tile_size}.")
+        return BabyAIWorld.for_display(s).render(int(tile_size))
+
+    def render(self) -> np.ndarray | None:
+        """``render_state(self.state)`` in ``rgb_array`` mode, else ``None``."""
+        if self.render_mode != "rgb_array":
+            return None
+        return self.render_state(self.state)

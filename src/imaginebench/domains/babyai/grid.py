@@ -26,6 +26,7 @@ import numpy as np
 from minigrid.core.constants import COLOR_TO_IDX, IDX_TO_COLOR
 from minigrid.core.grid import Grid
 from minigrid.core.world_object import Ball, Box, Door, Key, WorldObj
+from minigrid.utils.rendering import downsample
 
 from imaginebench.domains.babyai import layout as L
 from imaginebench.domains.babyai.legality import legality_errors
@@ -37,6 +38,17 @@ if tuple(IDX_TO_COLOR[i] for i in range(len(COLOR_TO_IDX))) != L.COLOR_NAMES:
     )
 
 _OBJECT_CLASSES = {"ball": Ball, "box": Box, "key": Key}
+
+AGENT_DIR = 3
+"""minigrid direction of the agent's triangle in pictures (3: pointing north); the agent has no heading."""
+_DISPLAY_LOW = np.array([0, 0, 0] * 3 + [0, 0, 0, L.DOOR_OPEN, 0, 0, L.NOTHING, L.NO_COLOR], dtype=np.float64)
+_DISPLAY_HIGH = np.array(
+    [L.NUM_COLORS - 1, L.ROOM_SIZE - 1, L.ROOM_SIZE - 1] * 3
+    + [L.NUM_COLORS - 1, L.ROOM_SIZE - 1, L.ROOM_SIZE - 1, L.DOOR_LOCKED, L.ROOM_SIZE - 1, L.ROOM_SIZE - 1,
+       len(L.OBJECT_TYPES), L.NUM_COLORS - 1],
+    dtype=np.float64,
+)
+"""Per-slot bounds a state is clamped to before it is drawn (colours, cells of the 8×8 grid, codes)."""
 
 
 class BabyAIWorld:
@@ -154,6 +166,47 @@ class BabyAIWorld:
         obj.init_pos = obj.init_pos or (col, row)
 
     # ------------------------------------------------------------------ display
+    @classmethod
+    def for_display(cls, state: np.ndarray) -> BabyAIWorld:
+        """A world to draw for any 17 finite numbers: a legal state gives exactly
+        :meth:`from_state`'s world; an illegal one (an imagined state) is rounded and clamped
+        slot by slot into the grid and the valid codes, and objects sharing a cell overwrite each
+        other (door, then ball, box, key: the last wins)."""
+        s = np.asarray(state, dtype=np.float64).reshape(-1)
+        if s.shape != (L.STATE_DIM,) or not np.all(np.isfinite(s)):
+            raise ValueError(f"Expected {L.STATE_DIM} finite numbers, got shape {s.shape}.")
+        v = [int(x) for x in np.rint(np.clip(s, _DISPLAY_LOW, _DISPLAY_HIGH))]
+        carried_code = v[L.CARRIED_TYPE]
+        return cls(
+            colors={name: v[L.OBJECT_SLOT[name]] for name in L.OBJECT_TYPES},
+            positions={name: (v[L.OBJECT_SLOT[name] + 1], v[L.OBJECT_SLOT[name] + 2]) for name in L.OBJECT_TYPES},
+            door_color=v[L.DOOR_COLOR],
+            door_pos=(v[L.DOOR_ROW], v[L.DOOR_COL]),
+            door_state=v[L.DOOR_STATE],
+            agent=(v[L.AGENT_ROW], v[L.AGENT_COL]),
+            carried=L.OBJECT_TYPES[carried_code - 1] if carried_code != L.NOTHING else None,
+        )
+
+    def render(self, tile_size: int = 32) -> np.ndarray:
+        """An RGB image (``8·tile_size`` square, uint8) drawn by minigrid's ``Grid.render``.
+
+        The agent is minigrid's red triangle, pointing north (:data:`AGENT_DIR`); a carried
+        object is drawn small in the bottom-right quarter of the agent's cell.
+        """
+        row, col = self.agent
+        image = self.grid.render(tile_size, agent_pos=(col, row), agent_dir=AGENT_DIR)
+        inset = tile_size // 2
+        if self.carrying is not None and inset > 0:
+            subdivs = 3  # supersampling, as minigrid's tiles
+            big = np.zeros((inset * subdivs, inset * subdivs, 3), dtype=np.uint8)
+            self.carrying.render(big)
+            small = downsample(big, subdivs)
+            y0, x0 = (row + 1) * tile_size - inset, (col + 1) * tile_size - inset
+            cell = image[y0:y0 + inset, x0:x0 + inset]
+            drawn = small.any(axis=-1)
+            cell[drawn] = small[drawn]
+        return image
+
     def render_text(self) -> str:
         """ASCII picture: ``#`` wall, ``D``/``d``/``L`` door closed/open/locked, ``b`` ball,
         ``x`` box, ``k`` key, ``A`` agent (``A`` wins when the agent stands on an object)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mujoco
 import numpy as np
 
 from imaginebench.domains.base import Task
@@ -13,6 +14,7 @@ from imaginebench.domains.clevr.physics import (
     TABLE_X,
     TABLE_Y,
     Physics,
+    TableView,
     positions,
     sample_positions,
 )
@@ -93,6 +95,7 @@ class ClevrEnv(InstructionEnv):
     * v0: initial release.
     """
 
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
     domain_cls = ClevrDomain
     domain: ClevrDomain
 
@@ -100,6 +103,8 @@ class ClevrEnv(InstructionEnv):
         super().__init__(level=level, render_mode=render_mode)
         self.physics = Physics()
         self.expert = ClevrExpert()  # owns a separate simulator for its look-ahead
+        self._view: TableView | None = None
+        """Made on the first :meth:`render_state` (it needs OpenGL)."""
 
     def _reset_simulation(self, task: Task) -> np.ndarray:
         for _ in range(MAX_RESET_TRIES):
@@ -139,3 +144,35 @@ class ClevrEnv(InstructionEnv):
         assert self.task is not None
         return self.expert.act(self.task.family, self.task.params, self.state, self.progress,
                                self.np_random)
+
+    # ------------------------------------------------------------------ rendering
+    def render_state(self, state: np.ndarray, width: int = 256, height: int = 256,
+                     camera: str | int | mujoco.MjvCamera | None = None) -> np.ndarray:
+        """An upright RGB image (``height × width × 3``, uint8) of any 10-dim state, real or
+        imagined, without touching the episode.
+
+        The default camera looks down on the whole table from above and slightly in front
+        (:meth:`TableView.default_camera`): +x (right) is right, +y (behind) is up.  Needs an
+        OpenGL backend for MuJoCo: ``MUJOCO_GL=egl`` (Debian packages ``libegl1``,
+        ``libgl1-mesa-dri``) or ``MUJOCO_GL=osmesa`` (``libosmesa6``).
+        """
+        s = np.asarray(state, dtype=np.float64)
+        n = self.domain.state_dim
+        if s.size != n or not np.all(np.isfinite(s)):
+            raise ValueError(f"render_state needs a state of shape ({n},) (x, y of the 5 balls) of finite "
+                             f"numbers, got shape {s.shape}{'' if s.size != n else ' with NaN or inf'}.")
+        if self._view is None:
+            self._view = TableView()
+        return self._view.render(s.reshape(-1), width=width, height=height, camera=camera)
+
+    def render(self) -> np.ndarray | None:
+        """``render_state(self.state)`` in ``rgb_array`` mode, else ``None``."""
+        if self.render_mode != "rgb_array":
+            return None
+        return self.render_state(self.state)
+
+    def close(self) -> None:
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+        super().close()

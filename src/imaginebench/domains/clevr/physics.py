@@ -72,6 +72,16 @@ CLEAR_MARGIN = 0.005
 START_GAP = 0.02
 """Minimum clearance between balls in sampled initial states."""
 
+VIEW_LOOKAT = (0.0, (TABLE_Y[0] + TABLE_Y[1]) / 2, 0.0)
+"""Point the default camera of :class:`TableView` looks at (the table's centre)."""
+VIEW_DISTANCE = 2.0
+VIEW_AZIMUTH = 90.0
+"""Degrees; 90 puts the camera on the front (-y) side looking behind (+y), so +x is right in the image."""
+VIEW_ELEVATION = -70.0
+"""Degrees below the horizon: a view from above and slightly in front."""
+MAX_VIEW_SIZE = 2048
+"""Largest image side :class:`TableView` can draw (the offscreen buffer's size)."""
+
 
 def decode_action(action: int) -> tuple[int, int]:
     """``(ball index, direction index)`` of a discrete action."""
@@ -91,8 +101,12 @@ def positions(state: np.ndarray) -> np.ndarray:
     return np.asarray(state, dtype=np.float64).reshape(N_BALLS, 2)
 
 
-def model_xml() -> str:
-    """The MJCF of the table: five balls on limited slide joints, and visual walls."""
+def model_xml(display: bool = False) -> str:
+    """The MJCF of the table: five balls on limited slide joints, and visual walls.
+
+    ``display=True`` adds what only pictures need (a floor, a light, a larger offscreen
+    buffer): :class:`TableView` draws from that model, the simulator never does.
+    """
     r = BALL_RADIUS
     x0, x1 = TABLE_X
     y0, y1 = TABLE_Y
@@ -109,24 +123,33 @@ def model_xml() -> str:
     </body>"""
         for i, c in enumerate(COLOURS)
     )
+    lift = 0.001 if display else 0.0  # pictures: front/behind walls' tops above the side walls' (no z-fighting)
     walls = "\n".join(
-        f'    <geom name="wall_{n}" type="box" pos="{px} {py} {r}" size="{sx} {sy} {2 * r}" '
+        f'    <geom name="wall_{n}" type="box" pos="{px} {py} {r}" size="{sx} {sy} {2 * r + dz}" '
         f'contype="0" conaffinity="0" rgba="0.5 0.5 0.5 1"/>'
-        for n, px, py, sx, sy in (
-            ("left", cx - hx - t, cy, t, hy + 2 * t),
-            ("right", cx + hx + t, cy, t, hy + 2 * t),
-            ("front", cx, cy - hy - t, hx + 2 * t, t),
-            ("behind", cx, cy + hy + t, hx + 2 * t, t),
+        for n, px, py, sx, sy, dz in (
+            ("left", cx - hx - t, cy, t, hy + 2 * t, 0.0),
+            ("right", cx + hx + t, cy, t, hy + 2 * t, 0.0),
+            ("front", cx, cy - hy - t, hx + 2 * t, t, lift),
+            ("behind", cx, cy + hy + t, hx + 2 * t, t, lift),
         )
     )
+    visual = extras = ""
+    if display:
+        visual = (f'  <visual>\n    <global offwidth="{MAX_VIEW_SIZE}" offheight="{MAX_VIEW_SIZE}"/>\n'
+                  '    <headlight ambient="0.3 0.3 0.3" diffuse="0.4 0.4 0.4"/>\n  </visual>\n')
+        extras = (f'    <geom name="floor" type="plane" pos="{cx} {cy} 0" size="1.5 1.5 0.1" '
+                  'contype="0" conaffinity="0" rgba="0.62 0.62 0.6 1"/>\n'
+                  f'    <light name="top" pos="{cx} {cy} 2" dir="0 0 -1" directional="true" '
+                  'diffuse="0.5 0.5 0.5"/>\n')
     return f"""<mujoco model="clevr_robot">
   <option timestep="{TIMESTEP}" gravity="0 0 0" integrator="implicitfast"/>
-  <default>
+{visual}  <default>
     <joint damping="{damping}" limited="true" solreflimit="{CONTACT_TIME} 1"/>
     <geom condim="1" solref="{CONTACT_TIME} 1"/>
   </default>
   <worldbody>
-{walls}
+{extras}{walls}
 {balls}
   </worldbody>
 </mujoco>
@@ -206,6 +229,64 @@ class Physics:
         return np.stack(
             [self.push(state, encode_action(0, k))[:2] - state[:2] for k in range(N_DIRECTIONS)]
         )
+
+
+class TableView:
+    """Draws state vectors of the table with MuJoCo's offscreen renderer.
+
+    Owns a display model (the simulator's model plus a floor and a light, same joints), its own
+    data and one ``mujoco.Renderer`` reused between calls, so drawing never touches a
+    simulator.  Needs an OpenGL backend: ``MUJOCO_GL=egl`` or ``osmesa`` set before ``mujoco``
+    is imported.  Call :meth:`close` to free the GL context.
+    """
+
+    def __init__(self) -> None:
+        self.model = mujoco.MjModel.from_xml_string(model_xml(display=True))
+        self.data = mujoco.MjData(self.model)
+        self._renderer: mujoco.Renderer | None = None
+
+    @staticmethod
+    def default_camera() -> mujoco.MjvCamera:
+        """A free camera above the table, slightly in front, showing all of it."""
+        cam = mujoco.MjvCamera()
+        cam.type = mujoco.mjtCamera.mjCAMERA_FREE
+        cam.lookat[:] = VIEW_LOOKAT
+        cam.distance = VIEW_DISTANCE
+        cam.azimuth = VIEW_AZIMUTH
+        cam.elevation = VIEW_ELEVATION
+        return cam
+
+    def render(self, state: np.ndarray, width: int = 256, height: int = 256,
+               camera: str | int | mujoco.MjvCamera | None = None) -> np.ndarray:
+        """An upright RGB image (``height × width × 3``, uint8) of a 10-dim state.
+
+        ``camera`` defaults to :meth:`default_camera`; a ``RuntimeError`` explains how to get an
+        OpenGL context when MuJoCo finds none.
+        """
+        if not (1 <= width <= MAX_VIEW_SIZE and 1 <= height <= MAX_VIEW_SIZE):
+            raise ValueError(f"CLEVR-v0 draws images of 1 to {MAX_VIEW_SIZE} pixels a side, got {width} × {height}.")
+        if self._renderer is None or self._renderer.width != width or self._renderer.height != height:
+            self.close()
+            try:
+                self._renderer = mujoco.Renderer(self.model, height=height, width=width)
+            except Exception as exc:  # mujoco raises FatalError or a GL library's own error
+                raise RuntimeError(
+                    f"CLEVR-v0 cannot render: MuJoCo found no OpenGL context ({type(exc).__name__}: {exc}). "
+                    "Set MUJOCO_GL=egl (Debian packages libegl1, libgl1-mesa-dri) or MUJOCO_GL=osmesa "
+                    "(libosmesa6) before starting Python."
+                ) from None
+        d = self.data
+        mujoco.mj_resetData(self.model, d)
+        d.qpos[:] = np.asarray(state, dtype=np.float64).reshape(-1)
+        mujoco.mj_forward(self.model, d)
+        self._renderer.update_scene(d, camera=self.default_camera() if camera is None else camera)
+        return np.asarray(self._renderer.render(), dtype=np.uint8).copy()
+
+    def close(self) -> None:
+        """Free the renderer's GL context (a later :meth:`render` makes a new one)."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
 
 
 def sample_positions(rng: np.random.Generator, gap: float = START_GAP) -> np.ndarray:
