@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from imaginebench.cli import calibrate, data, envs, experts, imagine, report, train  # noqa: F401  (register commands)
+from imaginebench.cli import (  # noqa: F401  (register commands)
+    bench, calibrate, data, envs, experts, imagine, report, train,
+)
 from imaginebench.cli.common import app
 
 

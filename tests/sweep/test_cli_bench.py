@@ -1,0 +1,92 @@
+"""``imaginebench bench`` through Typer's CliRunner: options -> grid, summary, one-line errors.
+
+The grid itself runs in :mod:`tests.sweep.test_ray_grid`; here ``run_grid`` is replaced so no
+Ray instance starts.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from imaginebench.cli import app
+from imaginebench.sweep import GridSummary
+from imaginebench.sweep import ray_runner
+
+runner = CliRunner()
+BASE = ["bench", "--envs", "Toy-v0", "--algos", "bc", "--profile", "tiny", "--no-progress"]
+
+
+def _error_line(result) -> str:
+    out = result.stderr if hasattr(result, "stderr") else result.output
+    lines = [ln for ln in out.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, out
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    seen = []
+
+    def fake_run_grid(grid, store, **kwargs):
+        seen.append((grid, store.path, kwargs))
+        return GridSummary(total=4, done=3, failed=int(kwargs["retries"] == 0), skipped=1, resumed=1, wall_time_s=2.5,
+                           store_path=store.path, failures=[("Toy-v0 discrete_bc easy/real seed 1", "ValueError: x")]
+                           if kwargs["retries"] == 0 else [], excluded=[("Toy-v0 discrete_bc train/real-upper-bound",
+                                                                         "the Real upper bound needs a novel level")])
+
+    monkeypatch.setattr(ray_runner, "import_ray", lambda: None)
+    monkeypatch.setattr(ray_runner, "run_grid", fake_run_grid)
+    return seen
+
+
+def test_options_make_the_grid_and_the_summary_is_printed(toy_envs, data_home, calls, tmp_path):
+    result = runner.invoke(app, [*BASE, "--levels", "train,easy", "--seeds", "0", "1", "--cpus", "2",
+                                 "--cpus-per-run", "1", "--steps", "40", "--checkpoint-every", "10",
+                                 "--eval-episodes", "1"])
+    assert result.exit_code == 0, result.output
+    grid, store_path, kwargs = calls[0]
+    assert grid.envs == ("Toy-v0",) and grid.levels == ("train", "easy") and grid.seeds == (0, 1)
+    assert grid.data == ("real", "imaginary", "real-upper-bound") and grid.profile == "tiny"
+    assert (grid.train_steps, grid.checkpoint_every, grid.eval_episodes_per_task) == (40, 10, 1)
+    assert kwargs == {"address": None, "num_cpus": 2, "cpus_per_run": 1.0, "gpus_per_run": 0.0, "retries": 1,
+                      "progress": False}
+    assert store_path == data_home / "results/results.sqlite"
+    assert "grid of 4 runs: 3 done now (1 resumed), 1 done before (skipped), 0 failed" in result.output
+    assert f"results store: {store_path}" in result.output
+    assert "left out: Toy-v0 discrete_bc train/real-upper-bound" in result.output
+
+    failed = runner.invoke(app, [*BASE, "--seeds", "0,2", "--data", "real", "--retries", "0",
+                                 "--store", str(tmp_path / "mine.sqlite")])
+    assert failed.exit_code == 1
+    assert "failed: Toy-v0 discrete_bc easy/real seed 1: ValueError: x" in failed.output
+    assert calls[1][0].seeds == (0, 2) and calls[1][1] == tmp_path / "mine.sqlite"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--envs", "CLEVR-v1"], "Unknown environment id 'CLEVR-v1'. Did you mean 'CLEVR-v0'?"),
+    (["--algos", "ppo"], "Unknown algorithm 'ppo'"),
+    (["--levels", "train,medium"], "Unknown level 'medium'"),
+    (["--data", "real,fake"], "Unknown training data setting 'fake'"),
+    (["--seeds", "0", "x"], "Seeds must be integers"),
+])
+def test_bad_names_give_one_line(toy_envs, calls, args, message):
+    result = runner.invoke(app, [*BASE, *args])
+    assert result.exit_code == 1 and message in _error_line(result) and not calls
+
+
+def test_a_damaged_store_gives_one_line_and_stays(toy_envs, calls, tmp_path):
+    store = tmp_path / "results.sqlite"
+    store.write_bytes(b"not a database, but somebody's notes\n" * 100)
+    result = runner.invoke(app, [*BASE, "--store", str(store)])
+    assert result.exit_code == 1 and str(store) in _error_line(result) and not calls
+    assert store.read_bytes() == b"not a database, but somebody's notes\n" * 100
+
+
+def test_without_ray_the_error_names_the_extra(toy_envs, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    result = runner.invoke(app, BASE)
+    assert result.exit_code == 1 and "pip install 'imaginebench[ray]'" in _error_line(result)
