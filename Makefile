@@ -20,10 +20,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
-# Main job: real CLEVR data -> DiscreteBC trained and evaluated (seed 0) -> report.
+# Main job: real CLEVR data -> imaginary rollouts (the packaged reference datasets unless generated
+# locally) -> DiscreteBC with and without them on the three novel levels, as a Ray grid -> report.
 run: install
+	@echo "main job (profile $(PROFILE)): collect real CLEVR data (~2 min), 6 DiscreteBC runs on 2 Ray workers (~10 min on 2 cores), report"
 	$(VENV)/bin/imaginebench data collect --env CLEVR-v0 --level train --profile $(PROFILE) --workers 2 --skip-existing
-	$(VENV)/bin/imaginebench train --env CLEVR-v0 --algo discrete_bc --level train --profile $(PROFILE) --seeds 0
+	$(VENV)/bin/imaginebench bench --envs CLEVR-v0 --algos discrete_bc --levels rephrase,easy,hard --data real,imaginary --seeds 0 --profile $(PROFILE) --cpus 2
 	$(VENV)/bin/imaginebench report --env CLEVR-v0 --profile $(PROFILE)
 
 test: install
