@@ -45,13 +45,30 @@ def test_mean_and_std_over_seeds():
 def test_report_writes_table_and_figures(tmp_path):
     _write_records()
     written = build_report(tmp_path / "out")
-    assert set(written) == {"report.md", "success.png", "upper_bound.png"}
+    assert set(written) == {"report.md", "success.png", "upper_bound.png", "report.html"}
     text = written["report.md"].read_text()
     assert "## CLEVR-v0 — Real + imaginary rollouts" in text and "## CLEVR-v0 — Real upper bound" in text
     assert "| algorithm | train | rephrase | easy | hard |" in text and "| CQL (`discrete_cql`) |" in text
     for name in ("success.png", "upper_bound.png"):
         data = written[name].read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 5_000
+
+
+def test_html_report_is_one_self_contained_page(tmp_path):
+    import base64
+    import re
+
+    _write_records()
+    written = build_report(tmp_path / "out")
+    page = written["report.html"].read_text(encoding="utf-8")
+    # every table of the markdown becomes an HTML table, with its reference rows marked
+    assert page.count("<table>") == written["report.md"].read_text().count("| algorithm |")
+    assert "<h2>CLEVR-v0 — Real upper bound" in page
+    assert "<td>CQL (<code>discrete_cql</code>)</td>" in page
+    # both figures embedded byte for byte; nothing refers to a file or the network
+    embedded = [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', page)]
+    assert embedded == [written["success.png"].read_bytes(), written["upper_bound.png"].read_bytes()]
+    assert not re.search(r'(src|href)="(?!data:)', page)
 
 
 def test_report_cli(tmp_path):
@@ -79,3 +96,13 @@ def test_comparison_table_marks_the_oracle_filter():
     assert "| BC | real + imaginary (unfiltered) | 10.0 ± 0.0 |" in text
     assert "| BC | real + imaginary (oracle filter) † | 60.0 ± 0.0 |" in text
     assert "ORACLE filter" in text and "† oracle filter" in text
+
+
+def test_markdown_to_html_tables_and_reference_rows():
+    from imaginebench.report.html import markdown_to_html
+
+    body = markdown_to_html("# T\n\nsome `code` <b>\n\n| algorithm | hard |\n|---|---:|\n| BC (`bc`) | 40.0 ± 20.0 |\n"
+                            "| *expert* | 100.0 |\n")
+    assert body.startswith("<h1>T</h1>\n<p>some <code>code</code> &lt;b&gt;</p>")
+    assert '<tr><td>BC (<code>bc</code>)</td><td class="num">40.0 ± 20.0</td></tr>' in body
+    assert '<tr class="reference"><td>expert</td><td class="num">100.0</td></tr>' in body

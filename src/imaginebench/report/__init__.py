@@ -9,7 +9,8 @@ from imaginebench.report.aggregate import Cell, aggregate, markdown
 
 
 def build_report(out_dir: str | Path, runs: str | Path | None = None, **filters: Any) -> dict[str, Path]:
-    """Write ``report.md``, ``success.png`` and (with upper-bound runs) ``upper_bound.png``.
+    """Write ``report.md``, ``success.png``, (with upper-bound runs) ``upper_bound.png`` and
+    ``report.html`` (one self-contained page: the tables and the figures embedded).
 
     Args:
         out_dir: folder for the outputs.
@@ -36,6 +37,14 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, **filters:
                        ("upper_bound.png", upper_bound_bars(cells, out / "upper_bound.png"))):
         if path is not None:
             written[name] = path
+    from imaginebench.report.html import html_page
+
+    captions = {"success.png": "Success per algorithm, with and without imaginary rollouts (mean, half-std bars)",
+                "upper_bound.png": "Imaginary rollouts vs the Real upper bound"}
+    page = html_page(written["report.md"].read_text(),
+                     {captions[n]: p for n, p in written.items() if n in captions})
+    written["report.html"] = out / "report.html"
+    written["report.html"].write_text(page, encoding="utf-8")
     return written
 
 
