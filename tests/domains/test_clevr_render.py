@@ -6,13 +6,12 @@ run in a subprocess with ``MUJOCO_GL=egl`` and skip when it finds no OpenGL cont
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+
+from tests.gl import run_drawing_check
 
 pytest.importorskip("mujoco")
 
@@ -56,12 +55,7 @@ _CLEVR_RENDER = textwrap.dedent("""
 
 
 def test_clevr_render_state_draws_any_state():
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    r = subprocess.run([sys.executable, "-c", _CLEVR_RENDER], capture_output=True, text=True, env=env, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    if "NO-GL" in r.stdout:
-        pytest.skip(f"no OpenGL backend for MuJoCo here: {r.stdout.strip()[:200]}")
-    assert "OK" in r.stdout
+    run_drawing_check(_CLEVR_RENDER)
 
 
 def test_clevr_render_state_rejects_bad_input_before_drawing():

@@ -3,15 +3,13 @@ CLI's errors, and (with the [libero] extra and an OpenGL backend) LIBERO-v0's re
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 from imaginebench.imagination.render import compose_strip, frame_steps, save_png
+from tests.gl import run_drawing_check
 
 
 def test_frame_steps_cover_first_and_last_state():
@@ -76,9 +74,4 @@ _LIBERO_RENDER = textwrap.dedent("""
 def test_libero_render_state_draws_any_state():
     pytest.importorskip("libero")
     pytest.importorskip("robosuite")
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    r = subprocess.run([sys.executable, "-c", _LIBERO_RENDER], capture_output=True, text=True, env=env, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    if "NO-GL" in r.stdout:
-        pytest.skip(f"no OpenGL backend for MuJoCo here: {r.stdout.strip()[:200]}")
-    assert "OK" in r.stdout
+    run_drawing_check(_LIBERO_RENDER)
