@@ -29,3 +29,15 @@ def test_write_json_round_trip_with_numpy_and_nan(tmp_path):
     path = write_json(tmp_path / "r.json", {"a": np.float32(0.5), "b": math.nan, "c": [1, 2]})
     back = json.loads(path.read_text())
     assert back["a"] == 0.5 and math.isnan(back["b"]) and back["c"] == [1, 2]
+
+
+def test_atomic_files_get_the_permissions_of_a_plain_file(tmp_path):
+    import os
+    import stat
+
+    from imaginebench.fileio import write_json
+
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")
+    written = write_json(tmp_path / "atomic.json", {})
+    assert stat.S_IMODE(os.stat(written).st_mode) == stat.S_IMODE(os.stat(plain).st_mode)

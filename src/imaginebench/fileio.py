@@ -10,13 +10,20 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | Path, suffix: str = ".tmp") -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` when the block succeeds.
 
     The parent folder is created.  If the block raises, the temporary file is removed and
     ``path`` is left untouched.  ``suffix`` matters for writers that append an extension
-    (``np.savez`` adds ``.npz`` unless the name already ends with it).
+    (``np.savez`` adds ``.npz`` unless the name already ends with it).  The file gets the
+    permissions of a plainly created one (``0666`` less the umask), not ``mkstemp``'s ``0600``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -24,6 +31,7 @@ def atomic_path(path: str | Path, suffix: str = ".tmp") -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

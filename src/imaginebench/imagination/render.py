@@ -8,14 +8,13 @@ the source, task and instruction.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from imaginebench.data.dataset import EpisodeDataset
+from imaginebench.fileio import atomic_path
 
 
 def frame_steps(length: int, frames: int) -> list[int]:
@@ -56,22 +55,12 @@ def compose_strip(images: Sequence[np.ndarray], labels: Sequence[str], caption: 
 
 
 def save_png(image: np.ndarray, path: str | Path) -> Path:
-    """Write ``image`` as a PNG atomically (a temporary file renamed into place)."""
+    """Write ``image`` as a PNG atomically (:func:`imaginebench.fileio.atomic_path`)."""
     from PIL import Image
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix=".png.tmp") as tmp:
         Image.fromarray(np.asarray(image, dtype=np.uint8)).save(tmp, format="PNG")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 
