@@ -46,3 +46,11 @@ def write_json(path: str | Path, obj: Any) -> Path:
             json.dump(obj, f, indent=1, allow_nan=True, default=float)
             f.write("\n")
     return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) atomically."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return path

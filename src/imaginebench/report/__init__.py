@@ -20,6 +20,7 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, **filters:
     Returns the written files by name; raises ``FileNotFoundError`` if no record matches.
     """
     from imaginebench.evaluation.records import load_records, runs_root
+    from imaginebench.fileio import write_text
     from imaginebench.report.figures import success_bars, upper_bound_bars
 
     records = load_records(runs, **{k: v for k, v in filters.items() if v is not None})
@@ -32,7 +33,7 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, **filters:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {"report.md": out / "report.md"}
-    written["report.md"].write_text(markdown(cells))
+    write_text(written["report.md"], markdown(cells))
     for name, path in (("success.png", success_bars(cells, out / "success.png")),
                        ("upper_bound.png", upper_bound_bars(cells, out / "upper_bound.png"))):
         if path is not None:
@@ -43,8 +44,7 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, **filters:
                 "upper_bound.png": "Imaginary rollouts vs the Real upper bound"}
     page = html_page(written["report.md"].read_text(),
                      {captions[n]: p for n, p in written.items() if n in captions})
-    written["report.html"] = out / "report.html"
-    written["report.html"].write_text(page, encoding="utf-8")
+    written["report.html"] = write_text(out / "report.html", page)
     return written
 
 
