@@ -84,3 +84,5 @@ def test_episode_strip_of_a_collected_dataset():
     strip = episode_strip(dataset, 0, frames=4)
     assert strip.dtype == np.uint8 and strip.ndim == 3 and strip.shape[2] == 3
     assert strip.shape[1] > strip.shape[0]
+    with pytest.raises(ValueError, match=r"episode 2 does not exist: the dataset has 2 episodes \(0 … 1\)"):
+        episode_strip(dataset, 2)

@@ -88,8 +88,8 @@ def legality_errors(state: np.ndarray) -> list[str]:
 class LiberoDomain(Domain):
     """Pick-and-place with a Panda arm in LIBERO-Object's scene (see :mod:`.env`).
 
-    The progress record is :data:`.success.PROGRESS_LAYOUT`: the objects' start xy and one latch
-    per object that has been in the basket.
+    The progress record is :data:`.success.PROGRESS_LAYOUT`: the objects' start xy, one latch
+    per object that has been in the basket and one per object that has been lifted.
     """
 
     env_id: ClassVar[str] = "LIBERO-v0"
