@@ -25,25 +25,45 @@ def calibrate(
                                                  "interval lies on one side of 5%."),
     seed: int = typer.Option(0, "--seed", help="Base seed of the calibration episodes."),
     workers: int = typer.Option(1, "--workers", help="Processes."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the markdown table here (and a .json beside it)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the markdown table here (and a .json beside "
+                                       "it); the data home always keeps one (<data home>/calibration/<env>.json)."),
+    skip_existing: bool = typer.Option(False, "--skip-existing", help="Do nothing when the data home already has a "
+                                       "calibration of every task asked for."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
-    """Per task: expert and uniformly random success with 95% intervals (SPEC §3 calibration)."""
+    """Per task: expert and uniformly random success with 95% intervals (SPEC §3 calibration).
+
+    The result is stored in the data home (<data home>/calibration/<env>.json and .md), where
+    `imaginebench report` finds it."""
     from imaginebench.domains.base import LEVELS, choice_error
-    from imaginebench.evaluation.reference import calibrate as run, calibration_markdown
+    from imaginebench.envs.registry import load_domain
+    from imaginebench.evaluation.reference import (calibrate as run, calibration_markdown, calibration_path,
+                                                   load_calibration, save_calibration)
     from imaginebench.fileio import atomic_path, write_json
 
     levels = tuple(level or ("train", "easy", "hard"))
     for lv in levels:
         if lv not in LEVELS:
             raise choice_error("level", lv, LEVELS)
+    domain = load_domain(env)
+    env = domain.env_id
+    if skip_existing:
+        stored = load_calibration(env)
+        wanted = {(lv, t.name) for lv in levels for t in domain.tasks(lv) if not task or t.name in task}
+        if stored is not None and wanted <= {(r.level, r.task) for r in stored[0]}:
+            typer.echo(f"{calibration_path(env)} already has all {len(wanted)} tasks; skipped (--skip-existing).")
+            return
     start = time.perf_counter()
     rows = run(env, levels, workers=workers, tasks=task, expert_episodes=expert_episodes,
                random_episodes=random_episodes, max_random_episodes=max_random_episodes, seed=seed, progress=progress)
     if not rows:
         raise ValueError(f"No task of {env} at levels {levels} matches --task {task}.")
-    text = calibration_markdown(env, rows, wall_s=time.perf_counter() - start)
+    wall_s = time.perf_counter() - start
+    text = calibration_markdown(env, rows, wall_s=wall_s)
     typer.echo(text)
+    settings = {"seed": seed, "expert_episodes": expert_episodes, "random_episodes": random_episodes,
+                "max_random_episodes": max_random_episodes}
+    typer.echo(f"stored {save_calibration(env, rows, settings, wall_s=wall_s)}")
     if out is not None:
         with atomic_path(out) as tmp:
             tmp.write_text(text)

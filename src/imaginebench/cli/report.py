@@ -18,12 +18,19 @@ def report(
     env: Optional[str] = typer.Option(None, "--env", help="Only this environment."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Only this profile."),
     quiet: bool = typer.Option(False, "--quiet", help="Do not print the table."),
+    pictures: bool = typer.Option(True, "--pictures/--no-pictures", help="Draw one real and one imagined rollout "
+                                  "per domain and novel level (sets MUJOCO_GL=egl unless MUJOCO_GL is set)."),
 ) -> None:
-    """Aggregate run records into a markdown table (mean ± std over seeds) and PNG figures."""
+    """Aggregate run records into a report: success tables (mean ± std over seeds), rollout quality,
+    calibration, PNG figures and rollout pictures, and one self-contained HTML page."""
+    import os
+
     from imaginebench.config import data_home
     from imaginebench.report import build_report
 
-    written = build_report(out or data_home() / "reports", runs=runs, env=env, profile=profile)
+    if pictures:
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    written = build_report(out or data_home() / "reports", runs=runs, pictures=pictures, env=env, profile=profile)
     if not quiet:
         typer.echo(written["report.md"].read_text())
     for path in written.values():

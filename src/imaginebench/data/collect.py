@@ -19,9 +19,19 @@ def episode_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
-def rollout(env: Any, task: str, seed: int, policy: str = "expert") -> Episode:
-    """Run one episode of ``task`` on a raw (un-embedded) env and record it."""
-    _, info = env.reset(seed=seed, options={"task": task})
+def rollout(env: Any, task: str, seed: int, policy: str = "expert", initial_state: Any = None,
+            instruction: str | None = None) -> Episode:
+    """Run one episode of ``task`` on a raw (un-embedded) env and record it.
+
+    ``initial_state`` (a state vector) starts the episode there instead of at a sampled start;
+    ``instruction`` fixes the instruction string instead of drawing one from the level's bank.
+    """
+    options: dict[str, Any] = {"task": task}
+    if initial_state is not None:
+        options["state"] = initial_state
+    if instruction is not None:
+        options["instruction"] = instruction
+    _, info = env.reset(seed=seed, options=options)
     env.action_space.seed(seed)
     states = [info["state"]]
     actions, rewards, terms, truncs, succ = [], [], [], [], []

@@ -71,11 +71,14 @@ class InstructionEnv(gym.Env, abc.ABC):
         self.instruction = str(instruction) if instruction is not None else bank[
             int(self.np_random.integers(len(bank)))
         ]
+        start = options.pop("state", None)
         if options:
             raise ValueError(
-                f"Unknown reset option(s) {sorted(options)}; valid options: task, instruction."
+                f"Unknown reset option(s) {sorted(options)}; valid options: task, instruction, state."
             )
         self.state = np.asarray(self._reset_simulation(self.task), dtype=np.float64)
+        if start is not None:  # start from a given state vector (e.g. an imagined rollout's first state)
+            self.set_state(np.asarray(start, dtype=np.float64))
         self.progress = self.domain.initial_progress(self.task, self.state)
         self.elapsed_steps = 0
         self.is_success = False

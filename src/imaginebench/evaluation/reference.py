@@ -240,6 +240,20 @@ def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *,
         return list(tqdm(pool.map(_calibrate_job, jobs, chunksize=1), **bar))
 
 
+def calibration_summary(rows: Sequence[TaskCalibration]) -> list[str]:
+    """Markdown lines: one row per level (tasks, expert minimum, random mean and maximum, verdict counts)."""
+    pct = lambda v: f"{100 * v:.1f}"  # noqa: E731
+    lines = ["| level | tasks | expert min | random mean | random max | ok | random>5% | random≈5% | expert<90% |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for level in dict.fromkeys(r.level for r in rows):
+        group = [r for r in rows if r.level == level]
+        count = {v: sum(r.verdict == v for r in group) for v in ("ok", "random>5%", "random≈5%", "expert<90%")}
+        lines.append(f"| {level} | {len(group)} | {pct(min(r.expert for r in group))}% | "
+                     f"{pct(float(np.mean([r.random for r in group])))}% | {pct(max(r.random for r in group))}% | "
+                     + " | ".join(str(count[v]) for v in count) + " |")
+    return lines
+
+
 def calibration_markdown(env_id: str, rows: Sequence[TaskCalibration], *, wall_s: float | None = None) -> str:
     """The calibration table (one row per task) with a summary per level."""
     pct = lambda v: f"{100 * v:.1f}"  # noqa: E731
@@ -254,14 +268,53 @@ def calibration_markdown(env_id: str, rows: Sequence[TaskCalibration], *, wall_s
         (elo, ehi), (rlo, rhi) = r.expert_ci, r.random_ci
         lines.append(f"| {r.level} | {r.task} | {pct(r.expert)}% | {pct(elo)}–{pct(ehi)} | {pct(r.random)}% "
                      f"| {pct(rlo)}–{pct(rhi)} | {r.random_episodes} | {r.verdict} |")
-    lines += ["", "| level | tasks | expert min | random mean | random max | ok | random>5% | random≈5% | expert<90% |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for level in dict.fromkeys(r.level for r in rows):
-        group = [r for r in rows if r.level == level]
-        count = {v: sum(r.verdict == v for r in group) for v in ("ok", "random>5%", "random≈5%", "expert<90%")}
-        lines.append(f"| {level} | {len(group)} | {pct(min(r.expert for r in group))}% | "
-                     f"{pct(float(np.mean([r.random for r in group])))}% | {pct(max(r.random for r in group))}% | "
-                     + " | ".join(str(count[v]) for v in count) + " |")
+    lines += [""] + calibration_summary(rows)
     if wall_s is not None:
         lines += ["", f"{sum(r.expert_episodes + r.random_episodes for r in rows):,} episodes in {wall_s:.0f} s."]
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ stored calibration
+CALIBRATION_SCHEMA = 1
+
+
+def calibration_path(env_id: str) -> Path:
+    """``<data home>/calibration/<env id>.json`` (the markdown table lies beside it as ``.md``)."""
+    return data_home() / "calibration" / f"{env_id}.json"
+
+
+def load_calibration(env_id: str) -> tuple[list[TaskCalibration], dict[str, Any]] | None:
+    """The stored calibration of ``env_id`` (rows, settings), or ``None`` when there is none.
+
+    A damaged file raises ``ValueError`` naming it."""
+    path = calibration_path(env_id)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        fields = ("level", "task", "expert_successes", "expert_episodes", "random_successes", "random_episodes")
+        rows = [TaskCalibration(**{k: r[k] for k in fields}) for r in data["rows"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"Calibration file {path} is damaged ({type(exc).__name__}: {exc}); delete it and run: "
+                         f"imaginebench calibrate --env {env_id}") from None
+    return rows, {k: v for k, v in data.items() if k != "rows"}
+
+
+def save_calibration(env_id: str, rows: Sequence[TaskCalibration], settings: dict[str, Any],
+                     wall_s: float | None = None) -> Path:
+    """Store ``rows`` as the calibration of ``env_id`` (JSON + markdown beside it).
+
+    Rows of tasks measured before and not in ``rows`` are kept; a task measured again is replaced."""
+    stored = load_calibration(env_id)
+    merged = {(r.level, r.task): r for r in (stored[0] if stored else [])}
+    merged.update({(r.level, r.task): r for r in rows})
+    path = calibration_path(env_id)
+    import imaginebench
+
+    write_json(path, {"schema_version": CALIBRATION_SCHEMA, "version": imaginebench.__version__, "env": env_id,
+                      **settings, "rows": [r.to_dict() for r in merged.values()]})
+    from imaginebench.fileio import write_text
+
+    write_text(path.with_suffix(".md"), calibration_markdown(env_id, list(merged.values()),
+                                                                   wall_s=None if stored else wall_s))
+    return path

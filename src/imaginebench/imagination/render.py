@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from imaginebench.data.dataset import EpisodeDataset
+from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.fileio import atomic_path
 
 
@@ -39,14 +39,26 @@ def state_renderer(env_id: str, level: str):
 
 
 def compose_strip(images: Sequence[np.ndarray], labels: Sequence[str], caption: str) -> np.ndarray:
-    """Images side by side, a label under each, the caption above: one uint8 RGB array."""
+    """Images side by side, a label under each, the caption above (wrapped to the strip's width):
+    one uint8 RGB array."""
     from PIL import Image, ImageDraw
 
     h, w = images[0].shape[:2]
-    top, bottom, gap = 22, 18, 4
-    canvas = Image.new("RGB", (len(images) * (w + gap) - gap, top + h + bottom), "white")
+    width = len(images) * (w + 4) - 4
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    lines, line = [], ""
+    for word in caption.split(" "):
+        if line and measure.textlength(f"{line} {word}") > width - 8:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    top, bottom, gap = 8 + 14 * len(lines), 18, 4
+    canvas = Image.new("RGB", (width, top + h + bottom), "white")
     draw = ImageDraw.Draw(canvas)
-    draw.text((4, 5), caption, fill="black")
+    for k, text in enumerate(lines):
+        draw.text((4, 5 + 14 * k), text, fill="black")
     for i, (img, label) in enumerate(zip(images, labels)):
         x = i * (w + gap)
         canvas.paste(Image.fromarray(np.asarray(img, dtype=np.uint8)), (x, top))
@@ -74,12 +86,28 @@ def episode_strip(dataset: EpisodeDataset, index: int, frames: int = 6, render=N
     if render is None:
         env, render = state_renderer(str(dataset.metadata["domain"]), str(dataset.metadata.get("level", "train")))
     try:
-        steps = frame_steps(len(ep), frames)
-        images = [render(ep.states[t]) for t in steps]
+        return rollout_strip(ep, render, str(dataset.metadata.get("source", "?")), frames)
     finally:
         if env is not None:
             env.close()
-    source = dataset.metadata.get("source", "?")
-    outcome = "success" if ep.is_success else "no success"
-    caption = f"{source} | {ep.task} | \"{ep.instruction}\" | {len(ep)} steps, {outcome}"
+
+
+def rollout_strip(episode: Episode, render, source: str, frames: int = 6) -> np.ndarray:
+    """The strip of one episode: ``frames`` evenly spaced states drawn by ``render``, captioned
+    with ``source``, task, instruction, length and outcome."""
+    steps = frame_steps(len(episode), frames)
+    images = [render(episode.states[t]) for t in steps]
+    outcome = "success" if episode.is_success else "no success"
+    caption = f"{source} | {episode.task} | \"{episode.instruction}\" | {len(episode)} steps, {outcome}"
     return compose_strip(images, [f"t = {t}" for t in steps], caption)
+
+
+def stack_strips(strips: Sequence[np.ndarray], gap: int = 8) -> np.ndarray:
+    """Strips one above the other (left-aligned, white padding): one uint8 RGB array."""
+    width = max(s.shape[1] for s in strips)
+    rows = []
+    for i, s in enumerate(strips):
+        pad = np.full((s.shape[0] + (gap if i < len(strips) - 1 else 0), width, 3), 255, np.uint8)
+        pad[: s.shape[0], : s.shape[1]] = s
+        rows.append(pad)
+    return np.concatenate(rows, axis=0)

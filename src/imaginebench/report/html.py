@@ -2,7 +2,7 @@
 embedded as data URIs (the page opens anywhere, offline, with no side files).
 
 The converter reads only what :func:`imaginebench.report.aggregate.markdown` writes — ``#``
-headings, paragraphs and pipe tables with ``*italic*`` rows and ``code`` spans — it is not a
+headings, paragraphs, ``- `` lists and pipe tables with ``*italic*`` rows and ``code`` spans — it is not a
 general markdown parser.
 """
 
@@ -63,6 +63,12 @@ def markdown_to_html(text: str) -> str:
             level = min(len(line) - len(line.lstrip("#")), 6)
             out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
             i += 1
+        elif line.startswith("- "):
+            j = i
+            while j < len(lines) and lines[j].startswith("- "):
+                j += 1
+            out.append("<ul>\n" + "\n".join(f"<li>{_inline(x[2:].strip())}</li>" for x in lines[i:j]) + "\n</ul>")
+            i = j
         elif line.lstrip().startswith("|"):
             j = i
             while j < len(lines) and lines[j].lstrip().startswith("|"):
@@ -71,7 +77,7 @@ def markdown_to_html(text: str) -> str:
             i = j
         else:
             j = i
-            while j < len(lines) and lines[j].strip() and not lines[j].startswith(("#", "|")):
+            while j < len(lines) and lines[j].strip() and not lines[j].startswith(("#", "|", "- ")):
                 j += 1
             out.append(f"<p>{_inline(' '.join(x.strip() for x in lines[i:j]))}</p>")
             i = j
