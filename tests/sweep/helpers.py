@@ -26,6 +26,17 @@ def register_toys() -> None:
             gym.register(full, entry_point=registry._entry_point(env_id), disable_env_checker=True)
 
 
+def flaky_setup() -> None:
+    """:func:`register_toys`, but the first call in a data home raises a ``RuntimeError`` (a transient fault)."""
+    from imaginebench.config import data_home
+
+    register_toys()
+    marker = data_home() / "flaky-once"
+    if not marker.exists():
+        marker.touch()
+        raise RuntimeError("transient fault (first attempt)")
+
+
 def toy_data() -> None:
     """Real train and easy data of ``Toy-v0`` under the current data home."""
     build_toy_data("Toy-v0", ("train", "easy"), episodes=20)

@@ -23,7 +23,7 @@ from imaginebench.evaluation.records import read_record
 from imaginebench.evaluation.runner import CHECKPOINT_NAME
 from imaginebench.sweep import GridSpec, ResultsStore, run_grid
 from tests.algos.helpers import build_toy_data, register_toy_envs
-from tests.sweep.helpers import FAST, kill_grid, register_toys, toy_data, toy_grid
+from tests.sweep.helpers import FAST, flaky_setup, kill_grid, register_toys, toy_data, toy_grid
 
 ray = pytest.importorskip("ray")
 
@@ -79,7 +79,7 @@ def test_grid_runs_on_local_ray(home, tmp_path, capsys):
     assert store.rows() == rows
 
 
-def test_a_failing_run_is_retried_once_and_the_others_finish(home, tmp_path):
+def test_a_failing_run_is_recorded_not_retried_when_the_error_would_recur(home, tmp_path):
     # ToyCont-v0 has real data for the train level only: its easy upper bound cannot load its data
     grid = GridSpec(envs=("ToyCont-v0",), algos=("bc",), levels=("train", "easy"), data=("real", "real-upper-bound"),
                     seeds=(0,), **FAST)
@@ -87,7 +87,8 @@ def test_a_failing_run_is_retried_once_and_the_others_finish(home, tmp_path):
         summary = run_grid(grid, store, retries=1, progress=False, setup=register_toys)
         assert (summary.total, summary.done, summary.failed) == (3, 2, 1)
         (failed,) = store.rows(status="failed")
-        assert failed["level"] == "easy" and failed["data"] == "real-upper-bound" and failed["attempts"] == 2
+        # a missing dataset (FileNotFoundError) would fail again: one attempt only
+        assert failed["level"] == "easy" and failed["data"] == "real-upper-bound" and failed["attempts"] == 1
         first, *trace = failed["error"].splitlines()
         assert first.startswith("FileNotFoundError: ") and "data collect --env ToyCont-v0 --level easy" in first
         assert any("Traceback" in line for line in trace)
@@ -170,3 +171,62 @@ def test_a_killed_grid_resumes_without_rerunning_finished_runs(home, tmp_path):
             assert row["score"] == record["score"] and [c["step"] for c in record["curve"]] == [500, 1000, 1500]
             if rid in checkpointed:
                 assert record["timing"]["resumed_from_step"] > 0
+
+
+def test_a_transient_failure_is_retried_once(home, tmp_path):
+    (home / "flaky-once").unlink(missing_ok=True)
+    grid = toy_grid(seeds=(11,), levels=("train",), data=("real",))
+    with ResultsStore(tmp_path / "results.sqlite") as store:
+        summary = run_grid(grid, store, retries=1, progress=False, setup=flaky_setup)
+        assert (summary.total, summary.done, summary.failed) == (1, 1, 0)
+        (row,) = store.rows()
+        assert row["status"] == "done" and row["attempts"] == 2 and row["error"] is None
+
+
+def _hold(store_path, run, owner, finish_after_s=None):
+    """Another grid's claim on ``run`` (a live lease), finished by it after ``finish_after_s``."""
+    import threading
+
+    with ResultsStore(store_path) as other:
+        assert other.claim(run.run_id, run.config, owner=owner)
+    if finish_after_s is None:
+        return None
+
+    def finish():
+        time.sleep(finish_after_s)
+        with ResultsStore(store_path) as other:
+            other.finish(run.run_id, {"score": {"train": 0.75}, "timing": {"wall_time_s": 1.0}},
+                         record_path=None)
+
+    thread = threading.Thread(target=finish)
+    thread.start()
+    return thread
+
+
+def test_a_run_another_grid_is_running_is_not_trained_twice(home, tmp_path):
+    grid = toy_grid(seeds=(12, 13), levels=("train",), data=("real",))
+    held, free = grid.plan().runs
+    path = tmp_path / "results.sqlite"
+    thread = _hold(path, held, "elsewhere:1:abcd", finish_after_s=3.0)
+    with ResultsStore(path) as store:
+        summary = run_grid(grid, store, progress=False, setup=register_toys)
+    thread.join()
+    assert (summary.done, summary.skipped, summary.failed) == (1, 1, 0)
+    with ResultsStore(path) as store:
+        assert store.get(held.run_id)["score"] == {"train": 0.75} and store.get(held.run_id)["attempts"] == 1
+        assert store.get(free.run_id)["status"] == "done"
+    assert not (run_dir(held.spec) / "record.json").exists()  # this grid never trained it
+
+
+def test_a_lapsed_lease_is_taken_over(home, tmp_path):
+    grid = toy_grid(seeds=(14,), levels=("train",), data=("real",))
+    (run,) = grid.plan().runs
+    path = tmp_path / "results.sqlite"
+    _hold(path, run, "elsewhere:1:dead")  # its grid never beats again
+    with ResultsStore(path) as store:
+        started = time.monotonic()
+        summary = run_grid(grid, store, progress=False, setup=register_toys, lease_s=2.0)
+        assert time.monotonic() - started >= 2.0
+        assert (summary.done, summary.failed) == (1, 0)
+        row = store.get(run.run_id)
+        assert row["status"] == "done" and row["attempts"] == 2 and row["owner"] is None

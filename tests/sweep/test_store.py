@@ -120,3 +120,68 @@ def test_another_sqlite_database_is_not_taken_over(tmp_path):
     assert path.read_bytes() == before
     with pytest.raises(ValueError, match="is a folder"):
         ResultsStore(tmp_path)
+
+
+def test_a_live_lease_keeps_other_grids_off_a_run(tmp_path):
+    import os
+    import time
+
+    from imaginebench.sweep.store import lease_alive, owner_id
+
+    me, other = owner_id(), owner_id()
+    assert me != other and me.split(":")[1] == str(os.getpid())
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert store.claim("a", CONFIG, owner=me)
+        assert not store.claim("a", CONFIG, owner=other)  # this process is alive, its heartbeat fresh
+        assert store.get("a")["owner"] == me and store.get("a")["attempts"] == 1
+        assert store.claim("a", CONFIG, owner=me)  # its own grid may claim it again
+        # a heartbeat renews the lease; a lapsed one lets another grid take the run over
+        time.sleep(0.3)
+        before = store.get("a")["heartbeat_at"]
+        assert store.heartbeat(["a", "unknown"], me) == 1 and store.get("a")["heartbeat_at"] > before
+        assert store.heartbeat(["a"], other) == 0
+        time.sleep(0.3)
+        assert store.claim("a", CONFIG, owner=other, lease_s=0.2)
+        assert store.get("a")["owner"] == other and store.get("a")["attempts"] == 3
+        # a grid of this machine whose process is gone holds nothing, whatever its heartbeat
+        dead = subprocess_pid()
+        store.claim("b", CONFIG, owner=f"{me.split(':')[0]}:{dead}:0000")
+        assert not lease_alive(store.get("b")["owner"], store.get("b")["heartbeat_at"])
+        assert store.claim("b", CONFIG, owner=me)
+        # another machine's grid is trusted until its lease lapses
+        store.claim("c", CONFIG, owner="elsewhere:1:ffff")
+        assert not store.claim("c", CONFIG, owner=me)
+        store.finish("c", RECORD)
+        row = store.get("c")
+        assert row["status"] == "done" and row["owner"] is None and row["heartbeat_at"] is None
+        assert not store.claim("c", CONFIG, owner=me)
+
+
+def subprocess_pid() -> int:
+    """The pid of a process that has exited."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_schema_1_store_gains_the_lease_columns(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute("""CREATE TABLE runs (run_id TEXT PRIMARY KEY, env TEXT NOT NULL, algo TEXT NOT NULL,
+        level TEXT NOT NULL, data TEXT NOT NULL, seed INTEGER NOT NULL, profile TEXT NOT NULL, config TEXT NOT NULL,
+        status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, score TEXT, normalised TEXT, record_path TEXT,
+        error TEXT, started_at TEXT, finished_at TEXT, wall_time_s REAL, host TEXT)""")
+    db.execute("INSERT INTO runs (run_id, env, algo, level, data, seed, profile, config, status, attempts, score) "
+               "VALUES ('old', 'Toy-v0', 'bc', 'easy', 'real', 0, 'tiny', '{}', 'done', 1, '{\"easy\": 0.5}')")
+    db.commit()
+    db.close()
+    with ResultsStore(path) as store:
+        assert store.get("old")["score"] == {"easy": 0.5} and store.get("old")["owner"] is None
+        assert store.claim("new", CONFIG, owner="elsewhere:1:0")
+    with ResultsStore(path) as again:
+        assert again.get("new")["owner"] == "elsewhere:1:0"

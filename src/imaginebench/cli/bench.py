@@ -42,7 +42,8 @@ def bench(
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Override the profile's "
                                                    "checkpoint interval."),
     eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", help="Override evaluation episodes per task."),
-    retries: int = typer.Option(1, "--retries", help="Extra attempts for a failed run."),
+    retries: int = typer.Option(1, "--retries", help="Extra attempts for a failed run (not for errors that would "
+                                "recur: missing data, bad settings)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show live progress on stderr."),
 ) -> None:
     """Run the benchmark grid (envs × algos × levels × data × seeds) on Ray, with a results store.

@@ -25,7 +25,14 @@ from typing import Any, Callable
 
 from imaginebench.config import HOME_ENV_VAR, PROFILE_ENV_VAR, data_home
 from imaginebench.sweep.grid import GridSpec, PlannedRun
-from imaginebench.sweep.store import ResultsStore, error_text, now
+from imaginebench.sweep.store import LEASE_S, ResultsStore, error_text, now, owner_id
+
+DETERMINISTIC_ERRORS: tuple[type[BaseException], ...] = (FileNotFoundError, FileExistsError, ValueError, KeyError,
+                                                         ImportError, NotImplementedError, TypeError)
+"""Errors that a second attempt would meet again (missing data, bad settings, a missing extra):
+a run failing with one is recorded and not retried."""
+HEARTBEAT_S = 5.0
+"""How often a grid renews the leases of the runs it is running."""
 
 FORWARDED_ENV_VARS = (PROFILE_ENV_VAR, "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "MUJOCO_GL", "PYOPENGL_PLATFORM")
 """Variables passed on to the workers when set here (``$IMAGINEBENCH_HOME`` always is)."""
@@ -94,17 +101,21 @@ def run_one(spec: Any, threads: int = 1, setup: Callable[[], None] | None = None
                 "record": {"score": rec["score"], "normalised": rec.get("normalised"), "timing": timing},
                 "skipped": result.skipped, "resumed_from": result.resumed_from}
     except Exception as exc:  # the driver records it and decides on a retry
-        return {"ok": False, "error": error_text(exc), "host": host, "started_at": started_at}
+        return {"ok": False, "error": error_text(exc), "host": host, "started_at": started_at,
+                "retryable": not isinstance(exc, DETERMINISTIC_ERRORS)}
 
 
 def run_grid(grid: GridSpec, store: ResultsStore, address: str | None = None, num_cpus: int | None = None,
              cpus_per_run: float = 1, gpus_per_run: float = 0, retries: int = 1, progress: bool = True,
-             setup: Callable[[], None] | None = None) -> GridSummary:
+             setup: Callable[[], None] | None = None, lease_s: float = LEASE_S) -> GridSummary:
     """Run every run of ``grid`` that ``store`` does not have as ``done``, as Ray tasks.
 
     A run that fails is recorded ``failed`` with its error and started again up to ``retries``
-    times (after the runs already waiting); the other runs go on.  A ``done`` run whose record
-    file has gone missing is run again.
+    times (after the runs already waiting), unless the error is one a second attempt would meet
+    again (:data:`DETERMINISTIC_ERRORS`: missing data, bad settings); the other runs go on.  A
+    ``done`` run whose record file has gone missing is run again.  A run that another grid is
+    running (its lease alive in the store) waits until that grid finishes it (then it is
+    skipped) or its lease lapses (then this grid takes it over).
 
     Args:
         grid: the grid.
@@ -119,6 +130,7 @@ def run_grid(grid: GridSpec, store: ResultsStore, address: str | None = None, nu
         progress: live progress on stderr (runs done / running / failed / total, ETA).
         setup: a picklable function each task calls before training (e.g. to register a plugin
             environment or encoder in the worker process).
+        lease_s: seconds another grid's claim on a run stays alive without its heartbeat.
     """
     if cpus_per_run <= 0 or gpus_per_run < 0 or retries < 0:
         raise ValueError(f"Need cpus_per_run > 0, gpus_per_run >= 0 and retries >= 0; got {cpus_per_run}, "
@@ -144,7 +156,7 @@ def run_grid(grid: GridSpec, store: ResultsStore, address: str | None = None, nu
                                        {"address": "local", "num_cpus": num_cpus, "include_dashboard": False})
             ray.init(**options, log_to_driver=False, logging_level=logging.ERROR)
         try:
-            _drive(ray, todo, store, summary, cpus_per_run, gpus_per_run, retries, progress, setup)
+            _drive(ray, todo, store, summary, cpus_per_run, gpus_per_run, retries, progress, setup, lease_s)
         finally:
             if started_ray:
                 ray.shutdown()
@@ -172,33 +184,55 @@ def _slots(ray: Any, cpus_per_run: float, gpus_per_run: float) -> int:
 
 
 def _drive(ray: Any, todo: deque[PlannedRun], store: ResultsStore, summary: GridSummary, cpus_per_run: float,
-           gpus_per_run: float, retries: int, progress: bool, setup: Callable[[], None] | None) -> None:
+           gpus_per_run: float, retries: int, progress: bool, setup: Callable[[], None] | None,
+           lease_s: float = LEASE_S) -> None:
     from tqdm.auto import tqdm
 
     slots = _slots(ray, cpus_per_run, gpus_per_run)
     task = ray.remote(max_retries=0)(run_one).options(
         num_cpus=cpus_per_run, num_gpus=gpus_per_run, runtime_env={"env_vars": worker_env()})
     threads = max(1, int(cpus_per_run))
+    owner = owner_id()
     pending: dict[Any, PlannedRun] = {}
+    waiting: deque[PlannedRun] = deque()  # held by another grid
     attempts: Counter[str] = Counter()
+    beat = time.monotonic()
     bar = tqdm(total=len(todo), desc="grid", unit="run", file=sys.stderr, disable=not progress, dynamic_ncols=True)
 
     def show() -> None:
+        held = f", held by another grid {len(waiting)}" if waiting else ""
         bar.set_postfix_str(f"done {summary.done}, running {len(pending)}, failed {summary.failed}, "
-                            f"already done {summary.skipped}", refresh=True)
+                            f"already done {summary.skipped}{held}", refresh=True)
+
+    def start(run: PlannedRun) -> bool:
+        """Claim and submit ``run``; ``False`` if another grid holds it (it goes to ``waiting``)."""
+        if not store.claim(run.run_id, run.config, owner=owner, lease_s=lease_s):
+            if (store.get(run.run_id) or {}).get("status") == "done":  # finished meanwhile by another grid
+                summary.skipped += 1
+                bar.update(1)
+            else:
+                waiting.append(run)
+            return False
+        attempts[run.run_id] += 1
+        pending[task.remote(run.spec, threads, setup)] = run
+        return True
 
     try:
-        while todo or pending:
+        while todo or pending or waiting:
             while todo and len(pending) < slots:
-                run = todo.popleft()
-                if not store.claim(run.run_id, run.config):  # finished meanwhile by another grid
-                    summary.skipped += 1
-                    bar.update(1)
-                    continue
-                attempts[run.run_id] += 1
-                pending[task.remote(run.spec, threads, setup)] = run
+                start(todo.popleft())
+            if not todo and waiting and len(pending) < slots:
+                for _ in range(len(waiting)):  # try each held run once per pass
+                    if len(pending) >= slots:
+                        break
+                    start(waiting.popleft())
             show()
+            if time.monotonic() - beat >= HEARTBEAT_S:
+                store.heartbeat([run.run_id for run in pending.values()], owner)
+                beat = time.monotonic()
             if not pending:
+                if waiting:
+                    time.sleep(1.0)
                 continue
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
             for ref in ready:
@@ -206,7 +240,7 @@ def _drive(ray: Any, todo: deque[PlannedRun], store: ResultsStore, summary: Grid
                 try:
                     out = ray.get(ref)
                 except ray.exceptions.RayError as exc:  # the worker died (killed, out of memory, ...)
-                    out = {"ok": False, "error": error_text(exc)}
+                    out = {"ok": False, "error": error_text(exc), "retryable": True}
                 if out["ok"]:
                     store.finish(run.run_id, out["record"], record_path=out["record_path"], host=out["host"],
                                  started_at=out["started_at"])
@@ -216,7 +250,7 @@ def _drive(ray: Any, todo: deque[PlannedRun], store: ResultsStore, summary: Grid
                     continue
                 store.fail(run.run_id, out["error"], host=out.get("host"))
                 first = out["error"].splitlines()[0]
-                if attempts[run.run_id] <= retries:
+                if attempts[run.run_id] <= retries and out.get("retryable", True):
                     todo.append(run)  # retried after the others already waiting
                     if progress:
                         bar.write(f"retrying {run.label} (attempt {attempts[run.run_id]} failed: {first})",
@@ -226,7 +260,8 @@ def _drive(ray: Any, todo: deque[PlannedRun], store: ResultsStore, summary: Grid
                 summary.failures.append((run.label, first))
                 bar.update(1)
                 if progress:
-                    bar.write(f"failed: {run.label}: {first}", file=sys.stderr)
+                    why = "" if out.get("retryable", True) else " (not retried: the same error would recur)"
+                    bar.write(f"failed{why}: {run.label}: {first}", file=sys.stderr)
         show()
     finally:
         bar.close()

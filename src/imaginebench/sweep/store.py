@@ -14,16 +14,25 @@ Default file ``<data home>/results/results.sqlite``.  Row columns::
     started_at, finished_at   ISO 8601, UTC: start of the last attempt, end of the run
     wall_time_s  the run's wall time as its record gives it (``timing.wall_time_s``)
     host         the machine of the last attempt
+    owner        the grid running it now (``host:pid:token``), while it is running
+    heartbeat_at when that grid last said it is still running it (Unix time)
 
 The file is opened in WAL mode with a busy timeout and every write is one ``BEGIN IMMEDIATE``
 transaction, so several grids (processes) may write to one store at once.  A file that is not
 a results store is never changed: opening it raises ``ValueError`` naming it.
+
+Two grids that share runs do not both train them: a grid claims a run with its owner id and
+renews the claim (:meth:`ResultsStore.heartbeat`) while the run trains; another grid's claim
+of that run is refused while the lease is alive — until ``lease_s`` passes without a heartbeat,
+or at once when the owner is a process of this machine that no longer exists (a killed grid).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
+import time
 import sqlite3
 import traceback
 from contextlib import contextmanager
@@ -33,13 +42,15 @@ from typing import Any, Iterator, Mapping
 
 from imaginebench.config import data_home
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
+LEASE_S = 60.0
+"""Seconds a claim stays alive without a heartbeat (grids renew it every few seconds)."""
 STATUSES = ("running", "done", "failed")
 BUSY_TIMEOUT_S = 30.0
 CONFIG_COLUMNS = ("env", "algo", "level", "data", "seed", "profile")
 JSON_COLUMNS = ("config", "score", "normalised")
 COLUMNS = ("run_id", *CONFIG_COLUMNS, "config", "status", "attempts", "score", "normalised", "record_path", "error",
-           "started_at", "finished_at", "wall_time_s", "host")
+           "started_at", "finished_at", "wall_time_s", "host", "owner", "heartbeat_at")
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -51,7 +62,7 @@ _SCHEMA = (
         status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed')),
         attempts INTEGER NOT NULL DEFAULT 0,
         score TEXT, normalised TEXT, record_path TEXT, error TEXT,
-        started_at TEXT, finished_at TEXT, wall_time_s REAL, host TEXT)""",
+        started_at TEXT, finished_at TEXT, wall_time_s REAL, host TEXT, owner TEXT, heartbeat_at REAL)""",
     "CREATE INDEX IF NOT EXISTS runs_status ON runs (status)",
 )
 
@@ -64,6 +75,27 @@ def default_store_path() -> Path:
 def now() -> str:
     """The current UTC time, ISO 8601 with milliseconds."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def owner_id() -> str:
+    """An id for one grid (driver process): ``host:pid:token``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def lease_alive(owner: str | None, heartbeat_at: float | None, lease_s: float = LEASE_S) -> bool:
+    """Whether the grid ``owner`` still holds its run: a heartbeat within ``lease_s`` seconds, and,
+    when the owner is a process of this machine, that process still exists."""
+    if owner is None or heartbeat_at is None or time.time() - float(heartbeat_at) > lease_s:
+        return False
+    host, _, rest = owner.partition(":")
+    if host == socket.gethostname():
+        try:
+            os.kill(int(rest.partition(":")[0]), 0)
+        except ProcessLookupError:
+            return False
+        except (PermissionError, ValueError):
+            return True
+    return True
 
 
 def error_text(exc: BaseException) -> str:
@@ -113,6 +145,11 @@ class ResultsStore:
             db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
                        (str(STORE_SCHEMA_VERSION),))
             found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+            if found == "1":  # schema 1 had no leases: add their columns
+                db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
+                db.execute("ALTER TABLE runs ADD COLUMN heartbeat_at REAL")
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(STORE_SCHEMA_VERSION),))
+                found = str(STORE_SCHEMA_VERSION)
         if found != str(STORE_SCHEMA_VERSION):
             raise ValueError(f"{self.path} is a results store of schema {found}; this version of imaginebench reads "
                              f"schema {STORE_SCHEMA_VERSION}. Pass another --store path.")
@@ -160,36 +197,54 @@ class ResultsStore:
         return f"ResultsStore({str(self.path)!r})"
 
     # ------------------------------------------------------------------ writes
-    def claim(self, run_id: str, config: Mapping[str, Any], host: str | None = None) -> bool:
-        """Mark ``run_id`` running (one more attempt) unless it is already done.
+    def claim(self, run_id: str, config: Mapping[str, Any], host: str | None = None, owner: str | None = None,
+              lease_s: float = LEASE_S) -> bool:
+        """Mark ``run_id`` running (one more attempt) unless it is done or another grid holds it.
 
-        Returns ``False`` (and changes nothing) for a run that is ``done``.  ``config`` must hold
-        ``env, algo, level, data, seed, profile``.
+        Returns ``False`` (and changes nothing) for a run that is ``done``, or that is
+        ``running`` under another ``owner`` whose lease is alive (see :meth:`lease_alive`);
+        :meth:`get` tells which.  Without ``owner`` the claim takes no lease (and respects none).
+        ``config`` must hold ``env, algo, level, data, seed, profile``.
         """
         missing = [c for c in CONFIG_COLUMNS if c not in config]
         if missing:
             raise ValueError(f"A run config needs {', '.join(missing)}; got keys {', '.join(sorted(config))}.")
         with self._write() as db:
-            row = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = db.execute("SELECT status, owner, heartbeat_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is not None and row[0] == "done":
                 return False
-            values = (now(), host or socket.gethostname())
+            if (owner is not None and row is not None and row[0] == "running" and row[1] not in (None, owner)
+                    and lease_alive(row[1], row[2], lease_s)):
+                return False
+            values = (now(), host or socket.gethostname(), owner, time.time() if owner else None)
             if row is None:
                 db.execute(f"INSERT INTO runs (run_id, {', '.join(CONFIG_COLUMNS)}, config, status, attempts, "
-                           f"started_at, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', 1, ?, ?)",
+                           f"started_at, host, owner, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', 1, "
+                           f"?, ?, ?, ?)",
                            (run_id, *(config[c] for c in CONFIG_COLUMNS), json.dumps(config, sort_keys=True),
                             *values))
             else:
                 db.execute("UPDATE runs SET status = 'running', attempts = attempts + 1, started_at = ?, host = ?, "
-                           "finished_at = NULL, wall_time_s = NULL WHERE run_id = ?", (*values, run_id))
+                           "owner = ?, heartbeat_at = ?, finished_at = NULL, wall_time_s = NULL WHERE run_id = ?",
+                           (*values, run_id))
         return True
+
+    def heartbeat(self, run_ids: Any, owner: str) -> int:
+        """Renew ``owner``'s lease on ``run_ids`` (those it still holds); returns how many."""
+        ids = list(run_ids)
+        if not ids:
+            return 0
+        with self._write() as db:
+            cur = db.execute(f"UPDATE runs SET heartbeat_at = ? WHERE status = 'running' AND owner = ? AND run_id IN "
+                             f"({', '.join('?' * len(ids))})", (time.time(), owner, *ids))
+        return int(cur.rowcount)
 
     def finish(self, run_id: str, record: Mapping[str, Any], *, record_path: str | Path | None = None,
                host: str | None = None, started_at: str | None = None) -> None:
         """Mark ``run_id`` done with ``record``'s scores (``score``, ``normalised``, ``timing``)."""
         timing = record.get("timing") or {}
         normalised = record.get("normalised")
-        self._update(run_id, status="done", score=json.dumps(record["score"]),
+        self._update(run_id, status="done", score=json.dumps(record["score"]), owner=None, heartbeat_at=None,
                      normalised=None if normalised is None else json.dumps(normalised),
                      record_path=None if record_path is None else str(record_path), error=None,
                      finished_at=now(), wall_time_s=timing.get("wall_time_s"),
@@ -198,7 +253,8 @@ class ResultsStore:
     def fail(self, run_id: str, error: str | BaseException, *, host: str | None = None) -> None:
         """Mark ``run_id`` failed with ``error`` (text, or an exception: its line and traceback)."""
         text = error_text(error) if isinstance(error, BaseException) else str(error)
-        self._update(run_id, status="failed", error=text, finished_at=now(), **({"host": host} if host else {}))
+        self._update(run_id, status="failed", error=text, finished_at=now(), owner=None, heartbeat_at=None,
+                     **({"host": host} if host else {}))
 
     def _update(self, run_id: str, **values: Any) -> None:
         sets = ", ".join(f"{k} = ?" for k in values)
