@@ -44,6 +44,8 @@ def bench(
     eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", help="Override evaluation episodes per task."),
     retries: int = typer.Option(1, "--retries", help="Extra attempts for a failed run (not for errors that would "
                                 "recur: missing data, bad settings)."),
+    lease: float = typer.Option(60.0, "--lease", help="Seconds another grid's claim on a run stays valid without its "
+                                "heartbeat (a run another grid is running waits for it)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show live progress on stderr."),
 ) -> None:
     """Run the benchmark grid (envs × algos × levels × data × seeds) on Ray, with a results store.
@@ -57,6 +59,8 @@ def bench(
     from imaginebench.sweep import GridSpec, ResultsStore
     from imaginebench.sweep.ray_runner import import_ray, run_grid
 
+    if lease <= 0:
+        raise ValueError(f"--lease must be positive, got {lease}.")
     if ctx.args and not seeds:
         raise ValueError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     grid = GridSpec(envs=_list(envs), algos=_list(algos), levels=_list(levels), data=_list(data),
@@ -65,7 +69,8 @@ def bench(
     import_ray()  # fail early, before the store is made
     with ResultsStore(store) as results:
         summary = run_grid(grid, results, address=address, num_cpus=cpus, cpus_per_run=cpus_per_run,
-                           gpus_per_run=gpus_per_run, retries=retries, progress=progress)
+                           gpus_per_run=gpus_per_run, retries=retries, progress=progress,
+                           lease_s=lease)
     for what, reason in summary.excluded:
         typer.echo(f"left out: {what} ({reason})")
     for label, error in summary.failures:
