@@ -46,14 +46,14 @@ def calls(monkeypatch):
 def test_options_make_the_grid_and_the_summary_is_printed(toy_envs, data_home, calls, tmp_path):
     result = runner.invoke(app, [*BASE, "--levels", "train,easy", "--seeds", "0", "1", "--cpus", "2",
                                  "--cpus-per-run", "1", "--steps", "40", "--checkpoint-every", "10",
-                                 "--eval-episodes", "1"])
+                                 "--eval-episodes", "1", "--lease", "30"])
     assert result.exit_code == 0, result.output
     grid, store_path, kwargs = calls[0]
     assert grid.envs == ("Toy-v0",) and grid.levels == ("train", "easy") and grid.seeds == (0, 1)
     assert grid.data == ("real", "imaginary", "real-upper-bound") and grid.profile == "tiny"
     assert (grid.train_steps, grid.checkpoint_every, grid.eval_episodes_per_task) == (40, 10, 1)
     assert kwargs == {"address": None, "num_cpus": 2, "cpus_per_run": 1.0, "gpus_per_run": 0.0, "retries": 1,
-                      "progress": False}
+                      "progress": False, "lease_s": 30.0}
     assert store_path == data_home / "results/results.sqlite"
     assert "grid of 4 runs: 3 done now (1 resumed), 1 done before (skipped), 0 failed" in result.output
     assert f"results store: {store_path}" in result.output
@@ -72,6 +72,7 @@ def test_options_make_the_grid_and_the_summary_is_printed(toy_envs, data_home, c
     (["--levels", "train,medium"], "Unknown level 'medium'"),
     (["--data", "real,fake"], "Unknown training data setting 'fake'"),
     (["--seeds", "0", "x"], "Seeds must be integers"),
+    (["--lease", "0"], "--lease must be positive, got 0.0"),
 ])
 def test_bad_names_give_one_line(toy_envs, calls, args, message):
     result = runner.invoke(app, [*BASE, *args])
