@@ -20,11 +20,14 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
-# Main job: real CLEVR data -> imaginary rollouts (the packaged reference datasets unless generated
-# locally) -> DiscreteBC with and without them on the three novel levels, as a Ray grid -> report.
+# Main job: real CLEVR data -> calibration (expert and random success per task) -> imaginary rollouts
+# (the packaged reference datasets unless generated locally) -> DiscreteBC with and without them on
+# the three novel levels, as a Ray grid -> report (tables, rollout quality, calibration, figures,
+# pictures of a real and an imagined rollout per level, one self-contained HTML page).
 run: install
-	@echo "main job (profile $(PROFILE)): collect real CLEVR data (~2 min), 6 DiscreteBC runs on 2 Ray workers (~10 min on 2 cores), report"
+	@echo "main job (profile $(PROFILE)), about 13 min on 2 cores: collect real CLEVR data (~1 min), calibrate expert and random policies (~1 min), 6 DiscreteBC runs on 2 Ray workers (~11 min), report with pictures"
 	$(VENV)/bin/imaginebench data collect --env CLEVR-v0 --level train --profile $(PROFILE) --workers 2 --skip-existing
+	$(VENV)/bin/imaginebench calibrate --env CLEVR-v0 --expert-episodes 20 --random-episodes 100 --max-random-episodes 100 --workers 2 --skip-existing --quiet
 	$(VENV)/bin/imaginebench bench --envs CLEVR-v0 --algos discrete_bc --levels rephrase,easy,hard --data real,imaginary --seeds 0 --profile $(PROFILE) --cpus 2
 	$(VENV)/bin/imaginebench report --env CLEVR-v0 --profile $(PROFILE)
 

@@ -81,8 +81,9 @@ def test_damaged_calibration_file_names_the_fix():
 def test_calibrate_cli_stores_in_data_home_and_skips_existing():
     args = ["calibrate", "--env", "BabyAI-v0", "--level", "easy", "--task", "go_to_centre", "--expert-episodes", "2",
             "--random-episodes", "4", "--max-random-episodes", "4", "--no-progress"]
-    first = CliRunner().invoke(app, args)
+    first = CliRunner().invoke(app, args + ["--quiet"])
     assert first.exit_code == 0, first.output
+    assert "| level | tasks |" in first.output and "| level | task |" not in first.output  # summary only
     (row,) = load_calibration("BabyAI-v0")[0]
     assert (row.level, row.task, row.expert_episodes, row.random_episodes) == ("easy", "go_to_centre", 2, 4)
     again = CliRunner().invoke(app, args + ["--skip-existing"])

@@ -30,6 +30,7 @@ def calibrate(
     skip_existing: bool = typer.Option(False, "--skip-existing", help="Do nothing when the data home already has a "
                                        "calibration of every task asked for."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print the per-level summary only, not the per-task table."),
 ) -> None:
     """Per task: expert and uniformly random success with 95% intervals (SPEC §3 calibration).
 
@@ -38,6 +39,7 @@ def calibrate(
     from imaginebench.domains.base import LEVELS, choice_error
     from imaginebench.envs.registry import load_domain
     from imaginebench.evaluation.reference import (calibrate as run, calibration_markdown, calibration_path,
+                                                   calibration_summary,
                                                    load_calibration, save_calibration)
     from imaginebench.fileio import atomic_path, write_json
 
@@ -60,7 +62,7 @@ def calibrate(
         raise ValueError(f"No task of {env} at levels {levels} matches --task {task}.")
     wall_s = time.perf_counter() - start
     text = calibration_markdown(env, rows, wall_s=wall_s)
-    typer.echo(text)
+    typer.echo("\n".join(calibration_summary(rows)) if quiet else text)
     settings = {"seed": seed, "expert_episodes": expert_episodes, "random_episodes": random_episodes,
                 "max_random_episodes": max_random_episodes}
     typer.echo(f"stored {save_calibration(env, rows, settings, wall_s=wall_s)}")
