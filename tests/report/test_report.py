@@ -106,3 +106,15 @@ def test_markdown_to_html_tables_and_reference_rows():
     assert body.startswith("<h1>T</h1>\n<p>some <code>code</code> &lt;b&gt;</p>")
     assert '<tr><td>BC (<code>bc</code>)</td><td class="num">40.0 ± 20.0</td></tr>' in body
     assert '<tr class="reference"><td>expert</td><td class="num">100.0</td></tr>' in body
+
+
+def test_mixed_step_counts_are_stated_per_cell():
+    records = [_record("E", "hard", "imaginary", "bc", 0, 0.5, "BC"), _record("E", "easy", "imaginary", "bc", 0, 0.5, "BC"),
+               {**_record("E", "hard", "real", "bc", 0, 0.25, "BC"), "steps": 20000},
+               {**_record("E", "hard", "real", "bc", 1, 0.75, "BC"), "steps": 100}]
+    text = markdown(aggregate(records, references=False))
+    assert text.count("gradient steps differ between cells: each cell states its own") == 2  # comparison + real table
+    assert "| BC | real only | – | 50.0 ± 35.4 (n=2) @100–20k steps (mixed) |" in text
+    assert "| BC | real + imaginary (honest filter) | 50.0 ± 0.0 (n=1) @100 steps | 50.0 ± 0.0 (n=1) @100 steps |" in text
+    # a table whose cells share one count says it once, in its header
+    assert "profile `tiny`, 100 gradient steps" in text and "| BC (`bc`) | 50.0 ± 0.0 (n=1) | 50.0 ± 0.0 (n=1) |" in text

@@ -40,6 +40,7 @@ class Cell:
         scores: each seed's score at the target level.
         seeds: the seeds, in the same order.
         steps: gradient steps of the runs (the largest, if they differ).
+        step_counts: every gradient-step count among the runs.
         wall_time_s: total wall time of the runs.
     """
 
@@ -52,6 +53,7 @@ class Cell:
     scores: list[float] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     steps: int = 0
+    step_counts: set[int] = field(default_factory=set)
     wall_time_s: float = 0.0
     normalised: list[float] = field(default_factory=list)
     reference: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
@@ -71,8 +73,10 @@ class Cell:
     def std(self) -> float:
         return float(np.std(self.scores, ddof=1)) if len(self.scores) > 1 else 0.0
 
-    def text(self) -> str:
-        return f"{100 * self.mean:.1f} ± {100 * self.std:.1f}" + (f" (n={self.n})" if self.n != 3 else "")
+    def text(self, show_steps: bool = False) -> str:
+        """``mean ± std`` in %, ``(n=…)`` when not 3 seeds, and with ``show_steps`` the gradient steps."""
+        out = f"{100 * self.mean:.1f} ± {100 * self.std:.1f}" + (f" (n={self.n})" if self.n != 3 else "")
+        return out + (f" @{steps_text(self.step_counts)}" if show_steps else "")
 
     def normalised_text(self) -> str:
         """Normalised score, mean ± std over seeds ("–" when undefined: expert not above chance)."""
@@ -81,6 +85,18 @@ class Cell:
             return "–"
         std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
         return f"{float(np.mean(values)):.1f} ± {std:.1f}"
+
+
+def steps_text(counts: set[int]) -> str:
+    """``20k`` / ``10k–20k`` steps (``k`` for whole thousands)."""
+    short = lambda n: f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}"  # noqa: E731
+    lo, hi = min(counts), max(counts)
+    return f"{short(lo)} steps" if lo == hi else f"{short(lo)}–{short(hi)} steps (mixed)"
+
+
+def mixed_steps(cells: Sequence[Cell]) -> bool:
+    """Whether ``cells`` were not all trained for one number of gradient steps."""
+    return len({n for c in cells for n in c.step_counts}) > 1
 
 
 def _with_references(record: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +128,7 @@ def aggregate(records: Iterable[dict[str, Any]], references: bool = True) -> lis
         cell.scores.append(float(r["success"]))
         cell.seeds.append(int(r["seed"]))
         cell.steps = max(cell.steps, int(r.get("steps", 0)))
+        cell.step_counts.add(int(r.get("steps", 0)))
         cell.wall_time_s += float(r.get("timing", {}).get("wall_time_s") or 0.0)
         cell.encoders.add(str(r.get("config", {}).get("encoder") or "default"))
         if "reference" in r:
@@ -173,10 +190,10 @@ def _header(levels: Sequence[str], normalised: bool) -> tuple[str, int]:
     return " | ".join(f"{lv} | {lv} norm." for lv in levels), 2 * len(levels)
 
 
-def _cells_text(cell: Cell | None, normalised: bool) -> list[str]:
+def _cells_text(cell: Cell | None, normalised: bool, show_steps: bool = False) -> list[str]:
     if cell is None:
         return ["–", "–"] if normalised else ["–"]
-    return [cell.text(), cell.normalised_text()] if normalised else [cell.text()]
+    return [cell.text(show_steps), cell.normalised_text()] if normalised else [cell.text(show_steps)]
 
 
 def _table(cells: Sequence[Cell]) -> list[str]:
@@ -186,8 +203,9 @@ def _table(cells: Sequence[Cell]) -> list[str]:
     header, width = _header(levels, normalised)
     lines = ["| algorithm | " + header + " |", "|---|" + "---:|" * width]
     index = {(c.algo, c.level): c for c in cells}
+    mixed = mixed_steps(cells)
     for algo, label in algos:
-        row = [t for lv in levels for t in _cells_text(index.get((algo, lv)), normalised)]
+        row = [t for lv in levels for t in _cells_text(index.get((algo, lv)), normalised, mixed)]
         lines.append(f"| {label} (`{algo}`) | " + " | ".join(row) + " |")
     return lines + _reference_rows(cells, levels, 0, normalised)
 
@@ -223,13 +241,16 @@ def comparison(cells: Sequence[Cell]) -> list[str]:
         index = {(c.algo, c.data, c.level): c for c in group}
         normalised = any(c.normalised for c in group)
         header, width = _header(levels, normalised)
-        out += [f"## {env} — imaginary rollouts vs none (profile `{profile}`)", "",
+        mixed = mixed_steps(group)
+        steps = ("gradient steps differ between cells: each cell states its own (`@…`)" if mixed else
+                 f"{steps_text({n for c in group for n in c.step_counts})} of training in every cell")
+        out += [f"## {env} — imaginary rollouts vs none (profile `{profile}`)", "", steps, "",
                 "| algorithm | training data | " + header + " |", "|---|---|" + "---:|" * width]
         for algo, label in dict.fromkeys((c.algo, c.label) for c in group):
             for data in DATA_ORDER:
                 if not any((algo, data, lv) in index for lv in levels):
                     continue
-                row = [t for lv in levels for t in _cells_text(index.get((algo, data, lv)), normalised)]
+                row = [t for lv in levels for t in _cells_text(index.get((algo, data, lv)), normalised, mixed)]
                 out.append(f"| {label} | {DATA_SHORT.get(data, data)} | " + " | ".join(row) + " |")
         out += _reference_rows(group, levels, 1, normalised)
         out.append("")
@@ -255,11 +276,12 @@ def markdown(cells: Sequence[Cell]) -> str:
             if any(c.level != "train" for c in group) or (data == "imaginary" and group):
                 groups[(env, profile, data)] = group
     for (env, profile, data), group in groups.items():
-        steps = max(c.steps for c in group)
+        steps = ("gradient steps differ between cells: each cell states its own (`@…`)" if mixed_steps(group) else
+                 f"{max(c.steps for c in group):,} gradient steps")
         hours = sum(c.wall_time_s for c in group) / 3600
         encoders = ", ".join(f"`{e}`" for e in sorted({e for c in group for e in c.encoders}))
         out += [f"## {env} — {DATA_TITLES.get(data, data)}", "",
-                f"profile `{profile}`, {steps:,} gradient steps, instruction encoder {encoders}, "
+                f"profile `{profile}`, {steps}, instruction encoder {encoders}, "
                 f"{hours:.2f} h of runs in total", ""]
         out += _table(group) + [""]
     if not groups:

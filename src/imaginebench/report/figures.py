@@ -1,7 +1,7 @@
 """Figures of the paper, drawn with matplotlib's Agg backend (no display needed).
 
-* :func:`success_bars` (paper Fig. 5): per domain, success per level, one bar per algorithm,
-  error bars of half a standard deviation over seeds.
+* :func:`success_bars` (paper Fig. 5): per domain, success per level, per algorithm one bar
+  with imaginary rollouts and one without, error bars of half a standard deviation over seeds.
 * :func:`upper_bound_bars` (paper Fig. 6): per domain and novel level, each algorithm trained
   with imaginary rollouts next to the same algorithm on the Real upper-bound data.
 
@@ -65,21 +65,38 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def success_bars(cells: Sequence[Cell], path: str | Path, data: str = "imaginary") -> Path | None:
-    """Fig. 5: success per level and algorithm (``data`` variant), one panel per domain."""
+def success_bars(cells: Sequence[Cell], path: str | Path) -> Path | None:
+    """Fig. 5: success per level and algorithm, one panel per domain.  Each algorithm's bar with
+    imaginary rollouts (train level: real data) stands beside its real-only bar (hatched) on
+    the novel levels where real-only runs exist."""
     plt = _pyplot()
-    chosen = [c for c in cells if in_setting(c, data)]
+    chosen = [c for c in cells if in_setting(c, "imaginary") or (c.data == "real" and c.level != "train")]
     if not chosen:
         return None
     envs = list(dict.fromkeys(c.env for c in chosen))
-    fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 4.4), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, axes = plt.subplots(1, len(envs), figsize=(5.5 * len(envs), 4.6), squeeze=False)
     for ax, env in zip(axes[0], envs):
         mine = [c for c in chosen if c.env == env]
         levels = [lv for lv in LEVELS if any(c.level == lv for c in mine)]
         algos = list(dict.fromkeys((c.algo, c.label) for c in mine))
-        series = [(label, {c.level: c for c in mine if c.algo == algo}, {}) for algo, label in algos]
+        both = any(c.data == "real" and c.level != "train" for c in mine) and any(
+            c.data == "imaginary" for c in mine)
+        series = []
+        for k, (algo, label) in enumerate(algos):
+            color = colors[k % len(colors)]
+            imagined = {c.level: c for c in mine if c.algo == algo and in_setting(c, "imaginary")}
+            if imagined:
+                series.append((f"{label} (real + imaginary)" if both else label, imagined, {"color": color}))
+            real = {c.level: c for c in mine if c.algo == algo and c.data == "real" and c.level != "train"}
+            if real and both:
+                series.append((f"{label} (real only)", real,
+                               {"color": color, "alpha": 0.45, "hatch": "..", "edgecolor": "black"}))
+            elif real and not imagined:
+                series.append((f"{label} (real only)", real, {"color": color}))
         _grouped(ax, levels, series, env, mine)
-    fig.suptitle("Success rate by level (error bars: ½ std over seeds)", fontsize=10)
+    fig.suptitle("Success rate by level, with and without imaginary rollouts\n(error bars: ½ std over seeds)",
+                 fontsize=10)
     path = _save(fig, Path(path))
     plt.close(fig)
     return path
