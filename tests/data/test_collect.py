@@ -59,3 +59,20 @@ def test_unknown_source_and_train_imaginary():
         dataset_path("CLEVR-v0", "imaginary", "train")
     with pytest.raises(ValueError, match="tiny, small, paper"):
         dataset_path("CLEVR-v0", "real", "train", profile="huge")
+
+
+def test_collection_as_ray_tasks_gives_the_same_dataset():
+    pytest.importorskip("ray")
+    from typer.testing import CliRunner
+
+    from imaginebench.cli import app
+
+    local = collect("CLEVR-v0", "train", 120, seed=3, workers=1, progress=False)
+    on_ray = collect("CLEVR-v0", "train", 120, seed=3, workers=2, progress=False, ray_address="local")
+    for name in ("states", "actions", "rewards", "terminals", "truncations", "lengths"):
+        assert np.array_equal(getattr(local, name), getattr(on_ray, name)), name
+    assert local.instructions == on_ray.instructions and local.tasks == on_ray.tasks
+    result = CliRunner().invoke(app, ["data", "collect", "--env", "CLEVR-v0", "--episodes", "60", "--ray", "local",
+                                      "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert load_dataset(dataset_path("CLEVR-v0", "real", "train")).metadata["episodes"] == 60

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from imaginebench.cli import app
 from imaginebench.sweep import GridSummary
+from imaginebench import raycluster
 from imaginebench.sweep import ray_runner
 
 runner = CliRunner()
@@ -38,7 +39,7 @@ def calls(monkeypatch):
                            if kwargs["retries"] == 0 else [], excluded=[("Toy-v0 discrete_bc train/real-upper-bound",
                                                                          "the Real upper bound needs a novel level")])
 
-    monkeypatch.setattr(ray_runner, "import_ray", lambda: None)
+    monkeypatch.setattr(raycluster, "import_ray", lambda: None)
     monkeypatch.setattr(ray_runner, "run_grid", fake_run_grid)
     return seen
 

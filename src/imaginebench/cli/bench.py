@@ -57,7 +57,8 @@ def bench(
     Exits with code 1 if a run failed.
     """
     from imaginebench.sweep import GridSpec, ResultsStore
-    from imaginebench.sweep.ray_runner import import_ray, run_grid
+    from imaginebench.raycluster import import_ray
+    from imaginebench.sweep.ray_runner import run_grid
 
     if lease <= 0:
         raise ValueError(f"--lease must be positive, got {lease}.")

@@ -23,7 +23,10 @@ def data_collect(
     profile: Optional[str] = ProfileOpt,
     episodes: Optional[int] = typer.Option(None, "--episodes", help="Override the profile's episode count."),
     seed: int = typer.Option(0, "--seed"),
-    workers: int = typer.Option(1, "--workers", help="Worker processes."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes (with --ray local: CPUs of the local Ray "
+                                "instance)."),
+    ray: Optional[str] = typer.Option(None, "--ray", help="Run the collection as Ray tasks: 'local' (a local "
+                                      "instance) or a cluster address such as 'auto' (workers need this package)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing dataset."),
     skip_existing: bool = typer.Option(False, "--skip-existing", help="Do nothing if the dataset exists."),
 ) -> None:
@@ -38,7 +41,8 @@ def data_collect(
         typer.echo(f"{existing} exists; skipped")
         return
     start = time.perf_counter()
-    path = build_real(env, level, profile, episodes=episodes, seed=seed, workers=workers, overwrite=overwrite)
+    path = build_real(env, level, profile, episodes=episodes, seed=seed, workers=workers, overwrite=overwrite,
+                      ray_address=ray)
     n = read_manifest(path)["metadata"]["episodes"]
     typer.echo(f"wrote {n} episodes to {path} in {time.perf_counter() - start:.1f} s")
 

@@ -70,11 +70,14 @@ def _chunks(n: int) -> Iterator[tuple[int, int]]:
 
 
 def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str = "expert",
-            workers: int = 1, progress: bool = True, metadata: dict[str, Any] | None = None) -> EpisodeDataset:
+            workers: int = 1, progress: bool = True, metadata: dict[str, Any] | None = None,
+            ray_address: str | None = None) -> EpisodeDataset:
     """Collect ``episodes`` rollouts at ``level``, tasks balanced round-robin.
 
     Episode ``i`` runs task ``tasks[i % n_tasks]`` from reset seed ``episode_seed(seed, i)``,
-    so the result does not depend on ``workers``.
+    so the result does not depend on ``workers`` or on where the chunks run.  With
+    ``ray_address`` the chunks of 50 episodes run as Ray tasks (``"local"``: a local instance
+    with ``workers`` CPUs; else a cluster address such as ``"auto"``).
     """
     from imaginebench.envs.registry import load_domain
 
@@ -89,7 +92,17 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
     bar = tqdm(total=episodes, desc=f"collect {domain.env_id}/{level}", unit="ep", disable=not progress)
     result: list[Episode] = []
     try:
-        if workers <= 1:
+        if ray_address is not None:
+            from imaginebench.raycluster import ray_session
+
+            local = ray_address == "local"
+            with ray_session(None if local else ray_address, max(1, workers) if local else None) as ray:
+                task = ray.remote(max_retries=1)(_collect_range)
+                refs = [task.remote(job) for job in jobs]
+                for job, ref in zip(jobs, refs):  # in order: the dataset does not depend on scheduling
+                    result += ray.get(ref)
+                    bar.update(job[3] - job[2])
+        elif workers <= 1:
             for job in jobs:
                 result += _collect_range(job)
                 bar.update(job[3] - job[2])

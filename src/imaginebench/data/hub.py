@@ -170,8 +170,10 @@ def get_dataset(env_id: str, level: str, profile: str | None = None,
 
 
 def build_real(env_id: str, level: str = "train", profile: str | None = None, episodes: int | None = None,
-               seed: int = 0, workers: int = 1, overwrite: bool = False, progress: bool = True) -> Path:
-    """Collect expert rollouts for ``level`` and save them under the data home."""
+               seed: int = 0, workers: int = 1, overwrite: bool = False, progress: bool = True,
+               ray_address: str | None = None) -> Path:
+    """Collect expert rollouts for ``level`` and save them under the data home (``ray_address``:
+    see :func:`imaginebench.data.collect.collect`)."""
     from imaginebench.data.collect import collect
 
     prof = get_profile(profile)
@@ -180,5 +182,5 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
         raise FileExistsError(f"{path} already exists; pass --overwrite to rebuild it.")
     n = episodes if episodes is not None else prof.episodes(env_id, "real", level)
     ds = collect(env_id, level, n, seed=seed, workers=workers, progress=progress,
-                 metadata={"profile": prof.name})
+                 metadata={"profile": prof.name}, ray_address=ray_address)
     return save_dataset(ds, path, overwrite=overwrite)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from imaginebench.config import HOME_ENV_VAR, PROFILE_ENV_VAR, data_home
+from imaginebench.raycluster import ray_session
 from imaginebench.sweep.grid import GridSpec, PlannedRun
 from imaginebench.sweep.store import LEASE_S, ResultsStore, error_text, now, owner_id
 
@@ -63,16 +64,6 @@ class GridSummary:
     store_path: Path | None = None
     failures: list[tuple[str, str]] = field(default_factory=list)
     excluded: list[tuple[str, str]] = field(default_factory=list)
-
-
-def import_ray() -> Any:
-    """The ``ray`` module, or ``ImportError`` naming the extra that installs it."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError(f"The benchmark grid runs on Ray, which is not importable here ({exc}). "
-                          f"Install it with: pip install 'imaginebench[ray]'") from None
-    return ray
 
 
 def worker_env() -> dict[str, str]:
@@ -146,20 +137,8 @@ def run_grid(grid: GridSpec, store: ResultsStore, address: str | None = None, nu
     todo = deque(run for run in plan.runs if not _is_done(run, done_before, store))
     summary.skipped = summary.total - len(todo)
     if todo:
-        ray = import_ray()
-        started_ray = not ray.is_initialized()
-        if started_ray:
-            import logging
-
-            # "local": a fresh instance even where $RAY_ADDRESS or a `ray start` cluster exists
-            options: dict[str, Any] = ({"address": address} if address else
-                                       {"address": "local", "num_cpus": num_cpus, "include_dashboard": False})
-            ray.init(**options, log_to_driver=False, logging_level=logging.ERROR)
-        try:
+        with ray_session(address, num_cpus) as ray:
             _drive(ray, todo, store, summary, cpus_per_run, gpus_per_run, retries, progress, setup, lease_s)
-        finally:
-            if started_ray:
-                ray.shutdown()
     summary.wall_time_s = round(time.perf_counter() - started, 3)
     return summary
 
