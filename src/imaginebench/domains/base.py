@@ -198,6 +198,12 @@ class Domain(abc.ABC):
     def task_horizon(self, task: Task) -> int:
         return task.horizon if task.horizon is not None else self.horizon
 
+    def state_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lowest and highest value of each state entry that the simulator produces (the env's
+        observation space); unbounded (±inf) unless a domain knows its bounds."""
+        high = np.full(self.state_dim, np.inf)
+        return -high, high
+
     def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
         """Progress record at the start of an episode (default: the initial state)."""
         return np.asarray(state, dtype=np.float64).copy()

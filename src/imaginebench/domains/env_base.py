@@ -32,8 +32,8 @@ class InstructionEnv(gym.Env, abc.ABC):
         self.domain = self.domain_cls()
         self.render_mode = render_mode
         d = self.domain
-        high = np.full(d.state_dim, np.inf, dtype=np.float32)
-        self.observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+        low, high = d.state_bounds()
+        self.observation_space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
         if d.discrete_actions:
             self.action_space = gym.spaces.Discrete(d.action_dim)
         else:

@@ -34,6 +34,16 @@ class BabyAIDomain(Domain):
     def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
         return build_tasks()
 
+    def state_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Colours 0..5, rows/cols 0..7 (walls included), door state 0..2, carried type 0..3 and
+        colour -1..5 (see :mod:`.layout`)."""
+        last = L.ROOM_SIZE - 1
+        high = np.array([L.NUM_COLORS - 1, last, last] * 3 + [L.NUM_COLORS - 1, last, last, L.DOOR_LOCKED]
+                        + [last, last, len(L.OBJECT_TYPES), L.NUM_COLORS - 1], dtype=np.float64)
+        low = np.zeros(L.STATE_DIM)
+        low[L.CARRIED_COLOR] = L.NO_COLOR
+        return low, high
+
     def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
         return S.initial_progress(np.asarray(state, dtype=np.float64))
 

@@ -45,6 +45,14 @@ class ClevrDomain(Domain):
     def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
         return build_tasks()
 
+    def state_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The table's range of ball centres, widened by the legality tolerance (the walls' joint
+        limits let a ball overshoot by ~1e-4)."""
+        tol = LEGAL_BOUND_TOLERANCE
+        low = np.tile([TABLE_X[0] - tol, TABLE_Y[0] - tol], N_BALLS)
+        high = np.tile([TABLE_X[1] + tol, TABLE_Y[1] + tol], N_BALLS)
+        return low, high
+
     def success(self, task: Task, state: np.ndarray, start: np.ndarray | None = None) -> bool:
         """Whether ``task`` holds in ``state`` (``start``: the episode's first state)."""
         return task_success(task.family, task.params, state, state if start is None else start)
