@@ -251,7 +251,7 @@ def _load_checkpoint(path: Path, algo, sampler_rng: np.random.Generator) -> dict
     import torch
 
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)  # plain data: no pickled code runs
         algo.impl.load_model(io.BytesIO(state["model"]))
     except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
         raise ValueError(f"Cannot resume from {path} ({exc}); delete it to restart the run from scratch.") from None

@@ -239,7 +239,7 @@ def load_resume_state(folder: Path, meta: Mapping[str, Any] | None = None) -> di
     path = Path(folder) / checkpoint_files(meta)["optimizer"]
     if not path.exists():
         return None
-    return torch.load(path, map_location="cpu", weights_only=False)
+    return torch.load(path, map_location="cpu", weights_only=True)  # plain tensors and numbers: no pickled code
 
 
 def append_log(folder: Path, record: Mapping[str, Any]) -> None:
