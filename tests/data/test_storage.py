@@ -97,3 +97,75 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         save_dataset(random_dataset(), tmp_path / "x.npz")
     assert list(tmp_path.iterdir()) == []
+
+
+def _damaged(ds, column, edit):
+    """A copy of ``ds`` whose ``column`` is changed by ``edit`` (written with valid checksums)."""
+    import dataclasses
+
+    array = getattr(ds, column).copy()
+    edit(array)
+    return dataclasses.replace(ds, **{column: array})
+
+
+def _set_nan_row5(a):
+    a[5, 1] = np.nan
+
+
+def _set_inf(a):
+    a[3] = np.inf
+
+
+def _action_7(a):
+    a[4] = 7
+
+
+def _early_terminal(a):
+    a[0] = True  # episode 0 has more than one step in random_dataset(seed=0)
+
+
+@pytest.mark.parametrize("column, edit, metadata, message", [
+    ("states", _set_nan_row5, {}, "a state holds NaN or inf"),
+    ("rewards", _set_inf, {}, "a reward is NaN or inf"),
+    ("actions", _action_7, {"action_dim": 5, "discrete_actions": True}, "a discrete action is outside 0..4"),
+    ("terminals", _early_terminal, {}, "flag sits before an episode's last step"),
+    (None, None, {"state_dim": 6}, "states have 4 values, the metadata's state_dim is 6"),
+])
+def test_unusable_contents_are_refused_with_one_line(tmp_path, column, edit, metadata, message):
+    import dataclasses
+
+    ds = random_dataset()
+    assert ds.lengths[0] > 1
+    ds = dataclasses.replace(ds, metadata={**ds.metadata, **metadata})
+    if column is not None:
+        ds = _damaged(ds, column, edit)
+    path = save_dataset(ds, tmp_path / "real-train.npz")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(path)
+    text = str(info.value)
+    assert "\n" not in text and str(path) in text and message in text and "(first at episode " in text
+    assert "imaginebench data collect --env Test-v0 --level train --overwrite" in text
+    assert load_dataset(path, verify=False).metadata["domain"] == "Test-v0"  # the file itself is left as it is
+
+
+def test_continuous_actions_outside_the_box_are_refused(tmp_path):
+    import dataclasses
+
+    ds = random_dataset(discrete=False)
+    ds = dataclasses.replace(ds, metadata={**ds.metadata, "action_dim": 3, "discrete_actions": False,
+                                           "source": "imaginary", "level": "hard"})
+    assert load_dataset(save_dataset(ds, tmp_path / "ok.npz")).num_transitions == ds.num_transitions
+    bad = _damaged(ds, "actions", lambda a: a.__setitem__((2, 1), 1.5))
+    with pytest.raises(DatasetError, match=r"outside \[-1, 1\] .* imagine generate --env Test-v0 --level hard"):
+        load_dataset(save_dataset(bad, tmp_path / "bad.npz"))
+
+
+def test_data_info_on_a_nan_dataset_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from imaginebench.cli import app
+
+    path = save_dataset(_damaged(random_dataset(), "states", _set_nan_row5), tmp_path / "real-train.npz")
+    result = CliRunner().invoke(app, ["data", "info", str(path)])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "a state holds NaN or inf" in result.output

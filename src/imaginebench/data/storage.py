@@ -100,7 +100,8 @@ def _manifest(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
 
 
 def load_dataset(path: str | Path, verify: bool = True) -> EpisodeDataset:
-    """Read a dataset written by :func:`save_dataset`, checking every array's checksum."""
+    """Read a dataset written by :func:`save_dataset`, checking every array's checksum and (with
+    ``verify``) that its contents are usable (:func:`check_contents`)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No dataset at {path}.")
@@ -118,10 +119,70 @@ def load_dataset(path: str | Path, verify: bool = True) -> EpisodeDataset:
                     raise DatasetError(f"{path}: checksum mismatch in array {name!r}; the file is corrupt. "
                                        "Delete it and rebuild it.")
                 arrays[name] = array
-        return EpisodeDataset(**arrays, tasks=tuple(manifest["tasks"]),
-                              instructions=tuple(manifest["instructions"]), metadata=manifest["metadata"])
+        ds = EpisodeDataset(**arrays, tasks=tuple(manifest["tasks"]),
+                            instructions=tuple(manifest["instructions"]), metadata=manifest["metadata"])
     except DatasetError:
         raise
     except Exception as exc:
         raise DatasetError(f"{path}: corrupt or truncated dataset file ({type(exc).__name__}: {exc}); "
                            "delete it and rebuild it.") from None
+    if verify:
+        check_contents(ds, path)
+    return ds
+
+
+ACTION_RANGE_TOLERANCE = 1e-6
+"""How far a continuous action may lie outside [-1, 1] (float rounding)."""
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def check_contents(ds: EpisodeDataset, path: str | Path) -> None:
+    """Raise :class:`DatasetError` (one line: file, check, first bad episode, fix) unless every value
+    is finite, the state width and the actions fit the metadata's ``state_dim``, ``action_dim``
+    and ``discrete_actions``, and termination/truncation flags sit only on an episode's last step
+    (never both).  Vectorised; checksums say a file is intact, this says its contents are usable."""
+    meta = ds.metadata
+    source, env_id, level = meta.get("source", "?"), meta.get("domain", "<env>"), meta.get("level", "<level>")
+    fix = (f"imaginebench imagine generate --env {env_id} --level {level} --overwrite" if source == "imaginary"
+           else f"imaginebench data collect --env {env_id} --level {level} --overwrite")
+    episode_of_action = np.repeat(np.arange(len(ds.lengths)), ds.lengths)
+    episode_of_state = np.repeat(np.arange(len(ds.lengths)), ds.lengths + 1)
+
+    def fail(what: str, episode: int) -> None:
+        raise DatasetError(f"{path}: {what} (first at episode {episode}); the file's contents are unusable: "
+                           f"delete it and rebuild it with: {fix}")
+
+    if ds.states.size and not np.all(np.isfinite(ds.states)):
+        fail("a state holds NaN or inf", int(episode_of_state[_first(~np.isfinite(ds.states).all(axis=1))]))
+    if not np.all(np.isfinite(ds.rewards)):
+        fail("a reward is NaN or inf", int(episode_of_action[_first(~np.isfinite(ds.rewards))]))
+    if "state_dim" in meta and ds.states.shape[1] != int(meta["state_dim"]):
+        fail(f"states have {ds.states.shape[1]} values, the metadata's state_dim is {meta['state_dim']}", 0)
+    actions = ds.actions.reshape(len(ds.actions), -1)
+    if np.issubdtype(actions.dtype, np.floating) and not np.all(np.isfinite(actions)):
+        fail("an action holds NaN or inf", int(episode_of_action[_first(~np.isfinite(actions).all(axis=1))]))
+    if "action_dim" in meta and len(actions):
+        n = int(meta["action_dim"])
+        if meta.get("discrete_actions"):
+            bad = (actions[:, 0] < 0) | (actions[:, 0] >= n) | (actions[:, 0] != np.round(actions[:, 0]))
+            if bad.any():
+                fail(f"a discrete action is outside 0..{n - 1}", int(episode_of_action[_first(bad)]))
+        else:
+            if actions.shape[1] != n:
+                fail(f"actions have {actions.shape[1]} values, the metadata's action_dim is {n}", 0)
+            bad = (np.abs(actions) > 1 + ACTION_RANGE_TOLERANCE).any(axis=1)
+            if bad.any():
+                fail("a continuous action lies outside [-1, 1]", int(episode_of_action[_first(bad)]))
+    last = np.zeros(len(ds.terminals), dtype=bool)
+    ends = np.cumsum(ds.lengths)[ds.lengths > 0] - 1
+    last[ends] = True
+    flagged = ds.terminals.astype(bool) | ds.truncations.astype(bool)
+    if np.any(flagged & ~last):
+        fail("a termination or truncation flag sits before an episode's last step",
+             int(episode_of_action[_first(flagged & ~last)]))
+    both = ds.terminals.astype(bool) & ds.truncations.astype(bool)
+    if both.any():
+        fail("a step is both terminated and truncated", int(episode_of_action[_first(both)]))
