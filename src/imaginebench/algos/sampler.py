@@ -193,13 +193,14 @@ class MixedReplaySource(ReplayBufferBase):
             self._slot_cache[batch_size] = (np.repeat(self.offsets, n), np.repeat(self.counts, n).astype(np.float64))
         return self._slot_cache[batch_size]
 
-    def sample_indices(self, batch_size: int) -> np.ndarray:
+    def sample_indices(self, batch_size: int, rng: np.random.Generator | None = None) -> np.ndarray:
         """Flat transition indices of one batch: each source's exact share, sources in order.
 
-        One uniform draw per position, scaled to the size of the source that owns the position.
+        One uniform draw per position (from ``rng``, default :attr:`rng`), scaled to the size of
+        the source that owns the position.
         """
         offsets, sizes = self._slots(batch_size)
-        return offsets + (self.rng.random(batch_size) * sizes).astype(np.int64)
+        return offsets + ((self.rng if rng is None else rng).random(batch_size) * sizes).astype(np.int64)
 
     def source_of(self, indices: np.ndarray) -> np.ndarray:
         """Index into :attr:`names` of the source each flat transition index belongs to."""

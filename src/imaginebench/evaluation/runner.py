@@ -235,13 +235,13 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
 
 
 def _save_checkpoint(path: Path, algo, step: int, curve: list, sampler_rng: np.random.Generator,
-                     elapsed: dict[str, float], settings: dict[str, Any]) -> None:
+                     elapsed: dict[str, float], settings: dict[str, Any], torch_rng) -> None:
     import torch
 
     buf = io.BytesIO()
     algo.impl.save_model(buf)
     state = {"step": step, "grad_step": algo.grad_step, "curve": curve, "model": buf.getvalue(),
-             "sampler_rng": sampler_rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+             "sampler_rng": sampler_rng.bit_generator.state, "torch_rng": torch_rng,
              "elapsed": dict(elapsed), "settings": settings}
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
@@ -261,24 +261,48 @@ def _load_checkpoint(path: Path, algo, sampler_rng: np.random.Generator) -> dict
     return state
 
 
-def train(spec: RunSpec, *, progress: bool = True, encoder: Any = None,
-          env_factory: Callable[[str], Any] | None = None,
-          on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None) -> RunResult:
-    """Train and evaluate one run (resuming or skipping it as its folder says).
+@dataclass
+class _Run:
+    """One run being trained: its spec, data, algorithm, evaluators and progress."""
 
-    Args:
-        spec: the run.
-        progress: show a progress bar.
-        encoder: an instruction encoder object (default: ``get_encoder(spec.encoder)``).
-        env_factory: ``level -> raw env`` for evaluation (default ``imaginebench.make``).
-        on_checkpoint: called as ``on_checkpoint(step, curve_entry)`` after each checkpoint is
-            saved (e.g. to stop a run early in tests).
-    """
+    spec: RunSpec
+    algo_spec: AlgoSpec
+    domain: Any
+    path: Path
+    config: Any
+    source: Any
+    source_info: list[dict[str, Any]]
+    algo: Any
+    generator: Any
+    """``torch.Generator`` holding this run's stream for randomness inside updates."""
+    evaluators: dict[str, Any]
+    encoder_name: str
+    started: float
+    started_at: str
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    step: int = 0
+    resumed_from: int = 0
+    elapsed: dict[str, float] = field(default_factory=lambda: {"train": 0.0, "eval": 0.0})
+    engine: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ckpt_path(self) -> Path:
+        return self.path / CHECKPOINT_NAME
+
+    def close(self) -> None:
+        for evaluator in self.evaluators.values():
+            if evaluator is not None:
+                evaluator.close()
+        self.evaluators = {lv: None for lv in self.evaluators}
+
+
+def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | None, device: str) -> _Run | RunResult:
+    """A finished run's :class:`RunResult`, or a :class:`_Run` ready to train (resumed if a
+    checkpoint exists)."""
     import torch
-    from tqdm.auto import tqdm
 
     from imaginebench.algos.factory import build_algorithm
-    from imaginebench.algos.sampler import MixedReplaySource, fast_update
+    from imaginebench.algos.sampler import MixedReplaySource
 
     domain, algo_spec = _domain_and_algo(spec)
     path = run_dir(spec, algo_spec.name)
@@ -288,78 +312,227 @@ def train(spec: RunSpec, *, progress: bool = True, encoder: Any = None,
         _check_settings(record.get("settings"), spec, path)
         return RunResult(record, path, skipped=True)
 
-    if encoder is None:
-        from imaginebench.language import get_encoder
-
-        encoder = get_encoder(spec.encoder)
     config = algo_spec.default_config(**dict(spec.algo_options))
     sources, weights, source_info = load_sources(spec, domain.env_id)
-
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     source = MixedReplaySource(sources, weights, encoder=encoder, seed=spec.seed,
                                action_size=domain.action_dim if domain.discrete_actions else None)
     torch.manual_seed(spec.seed)
-    algo = build_algorithm(config, source, batch_size=spec.batch, standardize=spec.standardize)
-
+    algo = build_algorithm(config, source, batch_size=spec.batch, standardize=spec.standardize, device=device)
     path.mkdir(parents=True, exist_ok=True)
-    ckpt_path = path / CHECKPOINT_NAME
-    curve: list[dict[str, Any]] = []
-    step = 0
-    elapsed = {"train": 0.0, "eval": 0.0}
-    if ckpt_path.exists():
-        state = _load_checkpoint(ckpt_path, algo, source.rng)
+    run = _Run(spec, algo_spec, domain, path, config, source, source_info, algo, None, {},
+               str(getattr(encoder, "name", spec.encoder or "default")), started, started_at)
+    if run.ckpt_path.exists():
+        state = _load_checkpoint(run.ckpt_path, algo, source.rng)
         _check_settings(state.get("settings"), spec, path)
-        step, curve, elapsed = int(state["step"]), list(state["curve"]), dict(state["elapsed"])
-    resumed_from = step
+        run.step, run.curve, run.elapsed = int(state["step"]), list(state["curve"]), dict(state["elapsed"])
+    run.resumed_from = run.step
+    # the run's own random stream (the global one right after seeding and building, or as checkpointed)
+    run.generator = torch.Generator()
+    run.generator.set_state(torch.get_rng_state())
+    run.evaluators = {lv: Evaluator(domain.env_id, lv, spec.episodes_per_task, spec.seed, encoder,
+                                    pool=spec.eval_pool, env_factory=env_factory)
+                      for lv in eval_levels(spec.level)}
+    return run
 
-    levels = eval_levels(spec.level)
-    evaluators = {lv: Evaluator(domain.env_id, lv, spec.episodes_per_task, spec.seed, encoder,
-                                pool=spec.eval_pool, env_factory=env_factory) for lv in levels}
-    policy = d3rlpy_policy(algo)
-    label = f"{domain.env_id} {algo_spec.name} {spec.level}/{spec.data_tag} seed {spec.seed}"
-    bar = tqdm(total=spec.steps, initial=step, desc=label, unit="step", disable=not progress, dynamic_ncols=True)
+
+def _checkpoint(run: _Run, loss: dict[str, float], torch_rng,
+                on_checkpoint: Callable[[int, dict[str, Any]], None] | None) -> dict[str, Any]:
+    """Evaluate ``run`` at its current step, append to its curve and save its checkpoint."""
+    t0 = time.perf_counter()
+    entry: dict[str, Any] = {"step": run.step, "loss": {k: float(v) for k, v in loss.items()}}
+    policy = d3rlpy_policy(run.algo)
+    for lv, evaluator in run.evaluators.items():
+        entry[lv] = evaluator(policy).to_dict()
+    run.elapsed["eval"] += time.perf_counter() - t0
+    run.curve.append(entry)
+    _save_checkpoint(run.ckpt_path, run.algo, run.step, run.curve, run.source.rng, run.elapsed,
+                     run.spec.settings(), torch_rng)
+    if on_checkpoint is not None:
+        on_checkpoint(run.step, entry)
+    return entry
+
+
+def _next_chunk(spec: RunSpec, step: int) -> int:
+    return min(spec.every - step % spec.every, spec.steps - step)
+
+
+def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
+    """d3rlpy's own update, one run (algorithms without a stacked trainer, or ``stack=False``)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from imaginebench.algos.sampler import fast_update
+
+    spec, source, algo = run.spec, run.source, run.algo
+    torch.set_rng_state(run.generator.get_state())
+    label = f"{run.domain.env_id} {run.algo_spec.name} {spec.level}/{spec.data_tag} seed {spec.seed}"
+    bar = tqdm(total=spec.steps, initial=run.step, desc=label, unit="step", disable=not progress, dynamic_ncols=True)
+    run.engine = {"engine": "d3rlpy", "stacked_seeds": 1, "device": str(algo.impl.device)}
     try:
-        while step < spec.steps:
-            chunk = min(spec.every - step % spec.every, spec.steps - step)
+        while run.step < spec.steps:
+            chunk = _next_chunk(spec, run.step)
             t0 = time.perf_counter()
             for _ in range(chunk):
                 loss = fast_update(algo, source.sample_transition_batch(spec.batch))
-            elapsed["train"] += time.perf_counter() - t0
-            step += chunk
+            run.elapsed["train"] += time.perf_counter() - t0
+            run.step += chunk
             bar.update(chunk)
-            if step % spec.every == 0 or step == spec.steps:
-                t0 = time.perf_counter()
-                entry: dict[str, Any] = {"step": step, "loss": {k: float(v) for k, v in loss.items()}}
-                for lv, evaluator in evaluators.items():
-                    entry[lv] = evaluator(policy).to_dict()
-                elapsed["eval"] += time.perf_counter() - t0
-                curve.append(entry)
-                _save_checkpoint(ckpt_path, algo, step, curve, source.rng, elapsed, spec.settings())
-                bar.set_postfix({lv: f"{entry[lv]['success']:.0%}" for lv in levels})
-                if on_checkpoint is not None:
-                    on_checkpoint(step, entry)
+            entry = _checkpoint(run, loss, torch.get_rng_state(), on_checkpoint)
+            bar.set_postfix({lv: f"{entry[lv]['success']:.0%}" for lv in run.evaluators})
     finally:
         bar.close()
-        for evaluator in evaluators.values():
-            evaluator.close()
 
-    encoder_name = str(getattr(encoder, "name", spec.encoder or "default"))
-    record = _record(spec, algo_spec, domain, config, source, encoder_name, source_info, curve, levels)
+
+def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
+    """Runs that differ only in their seed, trained together with stacked parameters
+    (:mod:`imaginebench.algos.vectorised`); each run's numbers equal those of training it alone."""
+    from tqdm.auto import tqdm
+
+    from imaginebench.algos.vectorised import trainer_for
+    from imaginebench.algos.vectorised.batches import StackedSampler
+
+    spec = runs[0].spec
+    device = runs[0].algo.impl.device
+    generators = [r.generator for r in runs]
+    trainer = trainer_for([r.algo for r in runs], generators)
+    sampler = StackedSampler(runs[0].source, [r.source.rng for r in runs], device, runs[0].algo.config.observation_scaler)
+    seeds = ",".join(str(r.spec.seed) for r in runs)
+    label = f"{runs[0].domain.env_id} {runs[0].algo_spec.name} {spec.level}/{spec.data_tag} seeds {seeds}"
+    bar = tqdm(total=spec.steps, initial=runs[0].step, desc=label, unit="step", disable=not progress,
+               dynamic_ncols=True)
+    for run in runs:
+        run.engine = {"engine": "stacked", "stacked_seeds": len(runs), "device": str(device)}
+    try:
+        while runs[0].step < spec.steps:
+            chunk = _next_chunk(spec, runs[0].step)
+            t0 = time.perf_counter()
+            for _ in range(chunk):
+                trainer.step(sampler.sample(spec.batch))
+            trainer.write_back()
+            dt = time.perf_counter() - t0
+            losses = trainer.losses()
+            bar.update(chunk)
+            post = {}
+            for run, generator, loss in zip(runs, generators, losses):
+                run.elapsed["train"] += dt
+                run.step += chunk
+                entry = _checkpoint(run, loss, generator.get_state(), on_checkpoint)
+                post[f"s{run.spec.seed}"] = f"{entry[run.spec.level]['success']:.0%}"
+            bar.set_postfix(post)
+    finally:
+        bar.close()
+
+
+def _finish(run: _Run, env_factory) -> RunResult:
+    spec = run.spec
+    record = _record(spec, run.algo_spec, run.domain, run.config, run.source, run.encoder_name, run.source_info,
+                     run.curve, tuple(run.evaluators))
     if env_factory is None:  # a custom env factory has no cached references to compare with
         add_references(record)
-    wall = time.perf_counter() - started
+    wall = time.perf_counter() - run.started
+    trained = spec.steps - run.resumed_from
     record["timing"] = {
-        "wall_time_s": round(wall, 3), "train_time_s": round(elapsed["train"], 3),
-        "eval_time_s": round(elapsed["eval"], 3),
-        "steps_per_s": round((spec.steps - resumed_from) / elapsed["train"], 2) if elapsed["train"] else None,
-        "started_at": started_at, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "resumed_from_step": resumed_from,
+        "wall_time_s": round(wall, 3), "train_time_s": round(run.elapsed["train"], 3),
+        "eval_time_s": round(run.elapsed["eval"], 3),
+        "steps_per_s": round(trained / run.elapsed["train"], 2) if run.elapsed["train"] else None,
+        "started_at": run.started_at, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "resumed_from_step": run.resumed_from, **run.engine,
     }
-    algo.save(str(path / MODEL_NAME))
-    write_json(record_path, record)
-    ckpt_path.unlink(missing_ok=True)
-    return RunResult(record, path, skipped=False, resumed_from=resumed_from)
+    run.algo.save(str(run.path / MODEL_NAME))
+    write_json(run.path / RECORD_NAME, record)
+    run.ckpt_path.unlink(missing_ok=True)
+    return RunResult(record, run.path, skipped=False, resumed_from=run.resumed_from)
+
+
+def stackable(runs: list[_Run]) -> bool:
+    """Whether ``runs`` can train together: one stacked-capable algorithm and config, same data and
+    settings, same step, only the seed differing."""
+    from imaginebench.algos.vectorised import STACKED
+
+    first = runs[0]
+    if type(first.algo).__name__ not in STACKED:
+        return False
+    key = lambda r: (r.spec.env_id, r.algo_spec.name, r.spec.level, r.spec.data_tag, r.spec.tag,  # noqa: E731
+                     r.spec.profile_name, repr(r.spec.settings()), r.step, str(r.algo.impl.device))
+    return all(key(r) == key(first) for r in runs)
+
+
+def train_seeds(specs: list[RunSpec], *, stack: bool = True, device: str = "cpu:0", progress: bool = True,
+                encoder: Any = None, env_factory: Callable[[str], Any] | None = None,
+                on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None) -> list[RunResult]:
+    """Train and evaluate several runs (usually seeds of one setting), resuming or skipping each.
+
+    With ``stack`` (the default), unfinished runs that differ only in their seed and whose
+    algorithm has a stacked trainer (:data:`imaginebench.algos.vectorised.STACKED`) train
+    together in one process with stacked parameters — each seed's numbers equal those of
+    training it alone, within float tolerance.  Runs resumed at different steps, and the other
+    algorithms, train one after another through d3rlpy's update.
+
+    Args:
+        specs: the runs.
+        stack: train fitting seeds together.
+        device: torch device (``"cpu:0"``, ``"cuda:0"``): networks, data and sampling live there.
+        progress, encoder, env_factory, on_checkpoint: as for :func:`train`.
+    """
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: torch sees no CUDA device here; use --device cpu.")
+    if encoder is None:
+        from imaginebench.language import get_encoder
+
+        names = {s.encoder for s in specs}
+        encoders = {n: get_encoder(n) for n in names}
+    results: dict[int, RunResult] = {}
+    pending: list[tuple[int, _Run]] = []
+    try:
+        for i, spec in enumerate(specs):
+            prepared = _prepare(spec, encoder or encoders[spec.encoder], env_factory, device)
+            if isinstance(prepared, RunResult):
+                results[i] = prepared
+            else:
+                pending.append((i, prepared))
+        groups: list[list[tuple[int, _Run]]] = []
+        for item in pending:
+            for group in groups:
+                if stack and stackable([group[0][1], item[1]]):
+                    group.append(item)
+                    break
+            else:
+                groups.append([item])
+        for group in groups:
+            runs = [r for _, r in group]
+            if len(runs) > 1 or (stack and device.startswith("cuda") and stackable(runs)):
+                _train_stacked(runs, progress, on_checkpoint)
+            else:
+                _train_alone(runs[0], progress, on_checkpoint)
+            for i, run in group:
+                run.close()
+                results[i] = _finish(run, env_factory)
+    finally:
+        for _, run in pending:
+            run.close()
+    return [results[i] for i in range(len(specs))]
+
+
+def train(spec: RunSpec, *, progress: bool = True, encoder: Any = None,
+          env_factory: Callable[[str], Any] | None = None,
+          on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None, device: str = "cpu:0") -> RunResult:
+    """Train and evaluate one run (resuming or skipping it as its folder says).
+
+    Args:
+        spec: the run.
+        progress: show a progress bar.
+        encoder: an instruction encoder object (default: ``get_encoder(spec.encoder)``).
+        env_factory: ``level -> raw env`` for evaluation (default ``imaginebench.make``).
+        on_checkpoint: called as ``on_checkpoint(step, curve_entry)`` after each checkpoint is
+            saved (e.g. to stop a run early in tests).
+        device: torch device.
+    """
+    return train_seeds([spec], stack=False, device=device, progress=progress, encoder=encoder,
+                       env_factory=env_factory, on_checkpoint=on_checkpoint)[0]
 
 
 def add_references(record: dict[str, Any]) -> dict[str, Any]:

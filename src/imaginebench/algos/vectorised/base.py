@@ -1,0 +1,280 @@
+"""S copies of one d3rlpy algorithm trained together, with stacked parameters.
+
+The benchmark trains small MLPs (2×256) at batch 256: one seed at a time leaves most of a CPU's
+matrix throughput, and nearly all of a GPU's, unused.  :class:`StackedTrainer` takes S d3rlpy
+algorithms of the same config — built one by one, each after ``torch.manual_seed(seed)``, so
+every seed starts from exactly the weights a lone run gets — and stacks each parameter into one
+``(S, ...)`` tensor.  One update then runs every layer as a batched matmul
+(``torch.baddbmm``) over S independent batches::
+
+    params["policy._encoder.mlp.0.weight"]   (S, 256, 394)      one leaf tensor per d3rlpy parameter
+    batch.observations                       (S, B, 394)        seed s's batch in row s
+    loss = sum_s loss_s                      gradients of seed s land in row s only
+
+Adam is elementwise, so one Adam over stacked tensors is S independent Adams; the loss is a
+sum of per-seed losses, so each seed's gradient is its own.  Randomness inside an update (the
+TD3 target noise) comes from one ``torch.Generator`` per seed, so a seed's numbers never depend
+on which other seeds train beside it.
+
+The d3rlpy algorithms stay the models of record: :meth:`StackedTrainer.write_back` copies the
+parameters *and* the Adam moments back into each, so checkpoints, evaluation, ``model.d3`` and
+resumption are those of a lone run; :meth:`StackedTrainer.__init__` reads them the same way, so a
+run resumes from its checkpoint whether it trained alone or stacked.
+
+Each algorithm subclass writes its update as a function of the stacked tensors; tests check it
+against d3rlpy's own ``update`` on the same batch.  Losses stay tensors (one value per seed) and
+are read only at checkpoints, so a step has no host synchronisation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, ClassVar, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from imaginebench.algos._d3rlpy import load as _load_d3rlpy
+
+_load_d3rlpy()
+
+from d3rlpy.optimizers import OptimizerWrapper  # noqa: E402
+
+Params = dict[str, torch.Tensor]
+
+_ACTIVATIONS = {nn.ReLU: torch.relu, nn.Tanh: torch.tanh, nn.GELU: F.gelu}
+
+
+class StackedBatch:
+    """S mini-batches, seed s in row s (observations already standardised).
+
+    Attributes:
+        observations, next_observations: ``(S, B, D)``; ``next_observations`` is gathered on
+            first use (behaviour cloning never reads it).
+        actions: ``(S, B, A)`` continuous, or ``(S, B)`` int64 action ids.
+        rewards, terminals: ``(S, B, 1)``.
+    """
+
+    def __init__(self, observations: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
+                 terminals: torch.Tensor, next_observations: torch.Tensor | Callable[[], torch.Tensor]) -> None:
+        self.observations = observations
+        self.actions = actions
+        self.rewards = rewards
+        self.terminals = terminals
+        self._next = next_observations
+
+    @property
+    def next_observations(self) -> torch.Tensor:
+        if callable(self._next):
+            self._next = self._next()
+        return self._next
+
+
+def linear(params: Params, name: str, x: torch.Tensor) -> torch.Tensor:
+    """``x @ W.T + b`` for every seed at once: ``x (S, B, in)`` -> ``(S, B, out)``."""
+    return torch.baddbmm(params[name + ".bias"].unsqueeze(1), x, params[name + ".weight"].transpose(1, 2))
+
+
+class StackedTrainer:
+    """Trains S copies of one d3rlpy algorithm in lockstep (see the module docstring).
+
+    Subclasses set :attr:`algo_class` (the d3rlpy class they reproduce) and implement
+    :meth:`update`.
+
+    Args:
+        algos: built d3rlpy algorithms of one config, one per seed (parameters and optimiser
+            state are read from them).
+        generators: one CPU ``torch.Generator`` per seed for randomness inside updates.
+    """
+
+    algo_class: ClassVar[str] = ""
+    """Name of the d3rlpy algorithm class whose update this trainer reproduces."""
+
+    def __init__(self, algos: Sequence[Any], generators: Sequence[torch.Generator] | None = None) -> None:
+        if not algos:
+            raise ValueError("StackedTrainer needs at least one algorithm.")
+        names = {type(a).__name__ for a in algos}
+        if names != {self.algo_class}:
+            raise ValueError(f"{type(self).__name__} trains {self.algo_class}, got {sorted(names)}.")
+        self.algos = list(algos)
+        self.n = len(self.algos)
+        self.config = self.algos[0].config
+        self.impls = [a.impl for a in self.algos]
+        self.device = self.impls[0].device
+        self.generators = list(generators) if generators is not None else [
+            torch.Generator().manual_seed(i) for i in range(self.n)]
+        if len(self.generators) != self.n:
+            raise ValueError(f"{self.n} algorithms but {len(self.generators)} generators.")
+        self.scaler = self.config.observation_scaler
+
+        # stack every module parameter; remember which d3rlpy tensor each row came from
+        self.params: Params = {}
+        self._sources: dict[str, list[torch.Tensor]] = {}
+        mods = [impl.modules for impl in self.impls]
+        by_id: dict[int, str] = {}
+        self._optim_fields: list[str] = []
+        for f in dataclasses.fields(mods[0]):
+            first = getattr(mods[0], f.name)
+            if isinstance(first, OptimizerWrapper):
+                self._optim_fields.append(f.name)
+                continue
+            if not isinstance(first, nn.Module):
+                continue
+            for pname, _ in first.named_parameters():
+                name = f"{f.name}.{pname}"
+                per_seed = [dict(getattr(m, f.name).named_parameters())[pname] for m in mods]
+                self._sources[name] = per_seed
+                by_id[id(per_seed[0])] = name
+                self.params[name] = torch.stack([p.detach() for p in per_seed]).clone()
+        # one Adam per d3rlpy optimiser, over the stacked rows of its parameters
+        self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        self._grouped: dict[str, list[str]] = {}
+        for field in self._optim_fields:
+            wrappers = [getattr(m, field) for m in mods]
+            if any(w._clip_grad_norm or w._lr_scheduler for w in wrappers):
+                raise ValueError(f"{field}: gradient clipping and learning-rate schedules mix seeds or steps; "
+                                 "they are not supported by stacked training.")
+            optim = wrappers[0].optim
+            if type(optim) is not torch.optim.Adam or len(optim.param_groups) != 1:
+                raise ValueError(f"{field}: stacked training supports one-group Adam, got {type(optim).__name__}.")
+            members = [by_id[id(p)] for p in optim.param_groups[0]["params"]]
+            group = {k: v for k, v in optim.param_groups[0].items() if k != "params"}
+            for name in members:
+                self.params[name].requires_grad_(True)
+            stacked = torch.optim.Adam([self.params[n] for n in members], **group)
+            self._load_moments(stacked, members, [w.optim for w in wrappers])
+            self.optimizers[field] = stacked
+            self._grouped[field] = members
+        self.grad_step = int(self.algos[0].grad_step)
+        if any(int(a.grad_step) != self.grad_step for a in self.algos):
+            raise ValueError("Stacked seeds must be at the same gradient step; resume them separately.")
+        self.last_loss: dict[str, torch.Tensor] = {}
+
+    # ------------------------------------------------------------------ optimiser state
+    def _load_moments(self, stacked: torch.optim.Optimizer, members: list[str], optims: list) -> None:
+        states = [[o.state.get(self._sources[n][s]) for n in members] for s, o in enumerate(optims)]
+        have = [all(st for st in row) for row in states]
+        if not any(have):
+            return
+        if not all(have):
+            raise ValueError("Some seeds have optimiser state and others do not; resume them separately.")
+        for j, name in enumerate(members):
+            rows = [states[s][j] for s in range(self.n)]
+            state = {k: torch.stack([r[k] for r in rows]).clone() for k in ("exp_avg", "exp_avg_sq")}
+            if "max_exp_avg_sq" in rows[0]:
+                state["max_exp_avg_sq"] = torch.stack([r["max_exp_avg_sq"] for r in rows]).clone()
+            state["step"] = rows[0]["step"].clone()
+            stacked.state[self.params[name]] = state
+
+    def write_back(self) -> None:
+        """Copy every seed's parameters and Adam state into its d3rlpy algorithm (and grad step)."""
+        with torch.no_grad():
+            for name, per_seed in self._sources.items():
+                for s, p in enumerate(per_seed):
+                    p.copy_(self.params[name][s])
+        for field, stacked in self.optimizers.items():
+            for s, impl in enumerate(self.impls):
+                optim = getattr(impl.modules, field).optim
+                for name in self._grouped[field]:
+                    state = stacked.state.get(self.params[name])
+                    if not state:
+                        continue
+                    own = {k: (v.clone() if k == "step" else v[s].clone()) for k, v in state.items()}
+                    optim.state[self._sources[name][s]] = own
+        for algo in self.algos:
+            algo.set_grad_step(self.grad_step)
+
+    # ------------------------------------------------------------------ steps
+    def step(self, batch: StackedBatch) -> None:
+        """One gradient step of every seed (``grad_step`` as d3rlpy counts it)."""
+        self.last_loss = self.update(batch, self.grad_step)
+        self.grad_step += 1
+
+    def losses(self) -> list[dict[str, float]]:
+        """The last step's losses, one dict per seed (reads the device: call at checkpoints)."""
+        values = {k: v.detach().float().cpu().tolist() for k, v in self.last_loss.items()}
+        return [{k: v[s] for k, v in values.items()} for s in range(self.n)]
+
+    def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
+        """One update of every seed; returns per-seed losses ``{name: (S,)}``."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ helpers for updates
+    def minimise(self, field: str, loss: torch.Tensor) -> None:
+        """Clear the grads of optimiser ``field``'s parameters, backprop ``loss.sum()``, step.
+
+        Grads are set to ``None`` rather than zeroed (autograd then writes them instead of adding
+        into zeros); every update here reaches all parameters of the optimiser it steps, so Adam
+        skips none and the step equals d3rlpy's ``zero_grad()`` then ``step()``.
+        """
+        optim = self.optimizers[field]
+        optim.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        optim.step()
+
+    def encode(self, prefix: str, x: torch.Tensor, action: torch.Tensor | None = None,
+               params: Params | None = None) -> torch.Tensor:
+        """The instruction encoder at ``prefix`` (e.g. ``policy._encoder``) on ``x (S, B, D)`` (⊕ action).
+
+        ``params`` replaces :attr:`params` (e.g. detached copies, so no gradient reaches them).
+        """
+        state_dim, layers = self._plan(prefix)
+        p = self.params if params is None else params
+        if state_dim is not None:
+            x = torch.cat([x[..., :state_dim], linear(p, prefix + ".trunk.project", x[..., state_dim:])], dim=-1)
+        if action is not None:
+            x = torch.cat([x, action], dim=-1)
+        for kind, name in layers:
+            x = linear(p, name, x) if kind == "linear" else kind(x)
+        return x
+
+    def _plan(self, prefix: str) -> tuple[int | None, list[tuple[Any, str]]]:
+        """(state width if the encoder projects the embedding, else None; its layers in order)."""
+        cache = self.__dict__.setdefault("_plans", {})
+        if prefix not in cache:
+            module: Any = self.impls[0].modules
+            for part in prefix.split("."):
+                module = module[int(part)] if part.isdigit() else getattr(module, part)
+            trunk = getattr(module, "trunk", None)
+            if trunk is None or not hasattr(module, "mlp"):
+                raise ValueError(f"Stacked training needs the package's instruction encoder at {prefix}, "
+                                 f"got {type(module).__name__}.")
+            layers: list[tuple[Any, str]] = []
+            for i, layer in enumerate(module.mlp):
+                if isinstance(layer, nn.Linear):
+                    layers.append(("linear", f"{prefix}.mlp.{i}"))
+                elif type(layer) in _ACTIVATIONS:
+                    layers.append((_ACTIVATIONS[type(layer)], ""))
+                else:
+                    raise ValueError(f"Stacked training cannot run layer {type(layer).__name__} of {prefix}.")
+            cache[prefix] = (trunk.state_dim if trunk.project is not None else None, layers)
+        return cache[prefix]
+
+    def soft_update(self, target: str, online: str, tau: float) -> None:
+        """``target ← (1 − τ)·target + τ·online`` for every parameter of module ``online``."""
+        with torch.no_grad():
+            for name in self._module_names(online):
+                t = self.params[target + name[len(online):]]
+                t.mul_(1.0 - tau).add_(tau * self.params[name])
+
+    def hard_update(self, target: str, online: str) -> None:
+        with torch.no_grad():
+            for name in self._module_names(online):
+                self.params[target + name[len(online):]].copy_(self.params[name])
+
+    def _module_names(self, module: str) -> list[str]:
+        return [n for n in self.params if n.startswith(module + ".")]
+
+    def detached(self, module: str) -> Params:
+        """The parameters of ``module`` detached from autograd (read by a loss that must not train them)."""
+        return {n: self.params[n].detach() for n in self._module_names(module)}
+
+    def randn(self, shape: Sequence[int]) -> torch.Tensor:
+        """``(S, *shape)`` standard normal draws, row s from seed s's (CPU) generator.
+
+        Drawn on the CPU and copied, so a seed's noise is the same on every device and equals
+        what d3rlpy draws from the global generator in a lone CPU run.
+        """
+        draws = torch.stack([torch.randn(tuple(shape), generator=g) for g in self.generators])
+        return draws.to(self.device, non_blocking=True)

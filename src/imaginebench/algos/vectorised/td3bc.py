@@ -1,0 +1,58 @@
+"""TD3+BC, stacked over seeds (Fujimoto & Gu, "A Minimalist Approach to Offline Reinforcement
+Learning", NeurIPS 2021).
+
+Reproduces d3rlpy's ``TD3PlusBCImpl``: a clipped double-Q critic regressed every step on
+``r + γ·(1 − terminal)·min_i Q'_i(s', clip(π'(s') + clip(σ·ε, ±c), ±1))``, and every
+``update_actor_interval`` steps the actor loss ``−λ·Q_1(s, π(s)) + ‖π(s) − a‖²`` with
+``λ = α / mean|Q_1|``, followed by soft target updates of critics and actor.  The target noise
+``ε`` comes from each seed's own generator.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from imaginebench.algos.vectorised.base import StackedBatch, StackedTrainer, linear
+
+
+class StackedTD3PlusBC(StackedTrainer):
+    """d3rlpy ``TD3PlusBC``."""
+
+    algo_class = "TD3PlusBC"
+
+    def __init__(self, algos, generators=None) -> None:
+        super().__init__(algos, generators)
+        self.n_critics = len(self.impls[0].modules.q_funcs)
+
+    def policy(self, module: str, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(linear(self.params, f"{module}._fc", self.encode(f"{module}._encoder", x)))
+
+    def q(self, module: str, x: torch.Tensor, action: torch.Tensor, params=None) -> torch.Tensor:
+        p = self.params if params is None else params
+        return linear(p, f"{module}._fc", self.encode(f"{module}._encoder", x, action, params=p))
+
+    def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        with torch.no_grad():
+            action = self.policy("targ_policy", batch.next_observations)
+            noise = (cfg.target_smoothing_sigma * self.randn(action.shape[1:])).clamp(
+                -cfg.target_smoothing_clip, cfg.target_smoothing_clip)
+            next_action = (action + noise).clamp(-1.0, 1.0)
+            target = torch.stack([self.q(f"targ_q_funcs.{i}", batch.next_observations, next_action)
+                                  for i in range(self.n_critics)]).min(dim=0).values
+            y = batch.rewards + cfg.gamma * target * (1 - batch.terminals)
+        critic_loss = sum(((self.q(f"q_funcs.{i}", batch.observations, batch.actions) - y) ** 2).mean(dim=(1, 2))
+                          for i in range(self.n_critics))
+        self.minimise("critic_optim", critic_loss)
+        out = {"critic_loss": critic_loss.detach()}
+        if grad_step % cfg.update_actor_interval == 0:
+            pi = self.policy("policy", batch.observations)
+            q_t = self.q("q_funcs.0", batch.observations, pi, params=self.detached("q_funcs.0"))
+            lam = cfg.alpha / q_t.abs().mean(dim=(1, 2)).detach()
+            bc_loss = ((batch.actions - pi) ** 2).mean(dim=(1, 2))
+            actor_loss = lam * -q_t.mean(dim=(1, 2)) + bc_loss
+            self.minimise("actor_optim", actor_loss)
+            self.soft_update("targ_q_funcs", "q_funcs", cfg.tau)
+            self.soft_update("targ_policy", "policy", cfg.tau)
+            out.update(actor_loss=actor_loss.detach(), bc_loss=bc_loss.detach())
+        return out

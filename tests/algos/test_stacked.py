@@ -1,0 +1,155 @@
+"""Stacked training: S seeds in one update give, per seed, d3rlpy's own numbers for that seed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from imaginebench.algos.factory import build_algorithm
+from imaginebench.algos.registry import get_spec
+from imaginebench.algos.sampler import MixedReplaySource, fast_update
+from imaginebench.algos.vectorised import STACKED, trainer_for
+from imaginebench.algos.vectorised.batches import StackedSampler
+from imaginebench.data import Episode, EpisodeDataset
+
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql"]
+SEEDS = [0, 1, 2]
+BATCH = 32
+
+
+def dataset(discrete: bool, seed: int, n: int = 40) -> EpisodeDataset:
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for i in range(n):
+        t = int(rng.integers(3, 12))
+        term = np.zeros(t, bool)
+        term[-1] = rng.random() < 0.7
+        actions = rng.integers(0, 6, t) if discrete else rng.uniform(-1, 1, (t, 3)).astype(np.float32)
+        episodes.append(Episode(task=f"t{i % 3}", instruction=f"say {seed} {i % 5}",
+                                states=rng.normal(size=(t + 1, 4)).astype(np.float32), actions=actions,
+                                rewards=rng.normal(size=t).astype(np.float32), terminals=term,
+                                truncations=~term & (np.arange(t) == t - 1), successes=term.copy()))
+    return EpisodeDataset.from_episodes(episodes, metadata={"action_dim": 6 if discrete else 3})
+
+
+def source(discrete: bool) -> MixedReplaySource:
+    real, imaginary = dataset(discrete, 0), dataset(discrete, 1)
+    rng = np.random.default_rng(5)
+    table = {s: rng.normal(size=8).astype(np.float32) for s in real.instructions + imaginary.instructions}
+    return MixedReplaySource({"real": real, "imaginary": imaginary}, embeddings=table, seed=0)
+
+
+def build(name: str, src: MixedReplaySource, seed: int, **options):
+    """A d3rlpy algorithm built as a lone run builds it, and its random stream right after."""
+    config = get_spec(name).default_config(hidden_units=(32, 32), **options)
+    torch.manual_seed(seed)
+    algo = build_algorithm(config, src, batch_size=BATCH, standardize="all")
+    generator = torch.Generator()
+    generator.set_state(torch.get_rng_state())
+    return algo, generator
+
+
+def params_of(algo) -> dict[str, torch.Tensor]:
+    out = {}
+    for f in dataclasses.fields(algo.impl.modules):
+        module = getattr(algo.impl.modules, f.name)
+        if isinstance(module, nn.Module):
+            out.update({f"{f.name}.{k}": v.detach().clone() for k, v in module.named_parameters()})
+    return out
+
+
+def assert_close(a: dict, b: dict, atol: float = 2e-4) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], atol=atol, rtol=1e-4, msg=k)
+
+
+def lone_d3rlpy(name: str, src, seed: int, steps: int, **options):
+    """The seed trained alone through d3rlpy's update (global RNG, the run's sampler draws)."""
+    algo, generator = build(name, src, seed, **options)
+    torch.set_rng_state(generator.get_state())
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        fast_update(algo, src.batch_from_indices(src.sample_indices(BATCH, rng)))
+    return algo
+
+
+def stacked(name: str, src, seeds, steps: int, **options):
+    built = [build(name, src, s, **options) for s in seeds]
+    trainer = trainer_for([a for a, _ in built], [g for _, g in built])
+    sampler = StackedSampler(src, [np.random.default_rng(s) for s in seeds], "cpu",
+                             built[0][0].config.observation_scaler)
+    for _ in range(steps):
+        trainer.step(sampler.sample(BATCH))
+    trainer.write_back()
+    return trainer, [a for a, _ in built]
+
+
+def test_every_stacked_algorithm_is_covered():
+    names = {type(build(n, source(get_spec(n).discrete), 0)[0]).__name__ for n in STACKED_ALGOS}
+    assert names == set(STACKED)
+
+
+@pytest.mark.parametrize("name", STACKED_ALGOS)
+def test_stacked_seeds_equal_each_seed_trained_alone_by_d3rlpy(name):
+    src = source(get_spec(name).discrete)
+    options = {"target_update_interval": 5} if name == "discrete_cql" else {}
+    trainer, algos = stacked(name, src, SEEDS, steps=12, **options)
+    for seed, algo in zip(SEEDS, algos):
+        alone = lone_d3rlpy(name, src, seed, steps=12, **options)
+        assert_close(params_of(algo), params_of(alone))
+        assert algo.grad_step == alone.grad_step == 12
+    # the seeds really differ (nothing shared between rows)
+    first, second = params_of(algos[0]), params_of(algos[1])
+    assert any(not torch.allclose(first[k], second[k]) for k in first)
+
+
+@pytest.mark.parametrize("name", ["discrete_bc", "td3bc"])
+def test_a_seed_does_not_depend_on_its_neighbours(name):
+    src = source(get_spec(name).discrete)
+    _, three = stacked(name, src, [0, 1, 2], steps=8)
+    _, one = stacked(name, src, [1], steps=8)
+    assert_close(params_of(three[1]), params_of(one[0]), atol=1e-5)
+
+
+def test_write_back_carries_adam_state_so_a_new_trainer_continues_exactly():
+    src = source(False)
+    built = [build("td3bc", src, s) for s in SEEDS]
+    algos, gens = [a for a, _ in built], [g for _, g in built]
+    trainer = trainer_for(algos, gens)
+    rngs = [np.random.default_rng(s) for s in SEEDS]
+    sampler = StackedSampler(src, rngs, "cpu", algos[0].config.observation_scaler)
+    for _ in range(5):
+        trainer.step(sampler.sample(BATCH))
+    trainer.write_back()
+    # a second trainer read from the written-back algorithms, versus the first one going on
+    saved = [r.bit_generator.state for r in rngs], [g.get_state() for g in gens]
+    resumed = trainer_for(algos, gens)
+    assert resumed.grad_step == 5
+    for name, optim in trainer.optimizers.items():
+        for p_old, p_new in zip(optim.param_groups[0]["params"], resumed.optimizers[name].param_groups[0]["params"]):
+            torch.testing.assert_close(optim.state[p_old]["exp_avg"], resumed.optimizers[name].state[p_new]["exp_avg"])
+    for _ in range(4):
+        trainer.step(sampler.sample(BATCH))
+    for r, st in zip(rngs, saved[0]):
+        r.bit_generator.state = st
+    for g, st in zip(gens, saved[1]):
+        g.set_state(st)
+    for _ in range(4):
+        resumed.step(sampler.sample(BATCH))
+    for k in trainer.params:
+        torch.testing.assert_close(trainer.params[k], resumed.params[k], atol=0, rtol=0)
+
+
+def test_unsupported_settings_say_why():
+    src = source(False)
+    algo, _ = build("bc", src, 0, policy_type="stochastic")
+    with pytest.raises(ValueError, match="deterministic policy only"):
+        trainer_for([algo])
+    sac, _ = build("sac", src, 0)
+    with pytest.raises(ValueError, match="has no stacked trainer"):
+        trainer_for([sac])
