@@ -34,7 +34,9 @@ def test_train_runs_each_seed_and_skips_finished_ones(runner, toy_envs, data_hom
     assert "seed 0" in result.output and "seed 1" in result.output and "trained" in result.output
     records = sorted((data_home / "runs/Toy-v0/tiny/train/real/discrete_bc").glob("seed*/record.json"))
     assert [p.parent.name for p in records] == ["seed0", "seed1"]
-    assert json.loads(records[0].read_text())["config"]["algorithm"]["hidden_units"] == [16]
+    first = json.loads(records[0].read_text())
+    assert first["config"]["algorithm"]["hidden_units"] == [16]
+    assert first["timing"]["engine"] == "stacked" and first["timing"]["stacked_seeds"] == 2  # together by default
     again = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--seeds", "1", *FAST])
     assert again.exit_code == 0 and "skipped" in again.output
 
@@ -67,3 +69,14 @@ def test_bad_seed_and_conflicting_flags(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--level", "easy", "--real-only",
                                  "--real-upper-bound", *FAST])
     assert result.exit_code == 1 and "Choose one of" in _error_line(result)
+
+
+def test_no_stack_trains_seeds_one_by_one_and_a_bad_device_is_one_line(runner, toy_envs, data_home):
+    build_toy_data("Toy-v0", ("train",), episodes=20)
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--seeds", "0", "1",
+                                 "--no-stack", *FAST])
+    assert result.exit_code == 0, result.output
+    record = json.loads((data_home / "runs/Toy-v0/tiny/train/real/discrete_bc/seed1/record.json").read_text())
+    assert record["timing"]["engine"] == "d3rlpy" and record["timing"]["stacked_seeds"] == 1
+    bad = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--device", "tpu", *FAST])
+    assert bad.exit_code != 0 and "use cpu or cuda" in _error_line(bad)

@@ -73,15 +73,21 @@ def train(
     tag: Optional[str] = typer.Option(None, "--tag", help="Name a non-default variant; its runs live in "
                                       "<algo>@<tag> next to the default runs."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 gives steady timings on shared machines)."),
+    stack: bool = typer.Option(True, "--stack/--no-stack", help="Train the seeds together with stacked parameters "
+                               "(bc, discrete_bc, td3bc, discrete_cql; each seed's numbers equal a lone run's); "
+                               "--no-stack trains them one after another."),
+    device: str = typer.Option("cpu", "--device", help="Torch device for training: cpu or cuda (data, sampling "
+                               "and networks live there)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Train an offline RL algorithm on a level's data, evaluate it, and write one record per seed.
 
-    Runs resume from their last checkpoint; finished runs are skipped.
+    Runs resume from their last checkpoint; finished runs are skipped.  Seeds of the algorithms
+    that have a stacked trainer train together in one process (--no-stack: one at a time).
     """
     from imaginebench.config import get_profile
     from imaginebench.evaluation.runner import RunSpec
-    from imaginebench.evaluation.runner import train as run
+    from imaginebench.evaluation.runner import train_seeds
 
     if real_upper_bound and real_only:
         raise ValueError("Choose one of --real-upper-bound and --real-only.")
@@ -103,8 +109,10 @@ def train(
                      encoder=encoder, standardize=standardize, train_steps=steps, checkpoint_every=checkpoint_every,
                      eval_episodes_per_task=eval_episodes, batch_size=batch_size,
                      algo_options=_algo_options(set_ or []), tag=tag) for s in seed_list]
-    for spec in specs:
-        result = run(spec, progress=progress)
+    if not (device == "cpu" or device.startswith("cpu:") or device.startswith("cuda")):
+        raise ValueError(f"Unknown --device {device!r}; use cpu or cuda (cuda:N for another GPU).")
+    device = {"cpu": "cpu:0", "cuda": "cuda:0"}.get(device, device)
+    for result in train_seeds(specs, stack=stack, device=device, progress=progress):
         rec = result.record
         norm = rec.get("normalised", {})
         scores = "  ".join(f"{lv} {v:.1%}" + (f" (norm. {norm[lv]:.0f})" if norm.get(lv) is not None else "")

@@ -1,0 +1,76 @@
+"""Seeds trained together (stacked) give the records of seeds trained alone; stacked runs resume."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from imaginebench.evaluation import RunSpec, run_dir, stable_view
+from imaginebench.evaluation.runner import CHECKPOINT_NAME, train_seeds
+from tests.algos.helpers import build_toy_data, save_imaginary
+from tests.evaluation.test_runner import SMALL, Stop
+
+
+@pytest.fixture
+def toy_data(toy_envs):
+    build_toy_data("Toy-v0", ("train", "easy"), episodes=30)
+    build_toy_data("ToyCont-v0", ("train",), episodes=30)
+    save_imaginary("Toy-v0", "easy")
+    return toy_envs
+
+
+def comparable(record: dict) -> dict:
+    """The record without timing, engine and float noise in losses (kept to 4 significant digits)."""
+    view = stable_view(record)
+    for entry in view["curve"]:
+        entry["loss"] = {k: float(f"{v:.4g}") for k, v in entry["loss"].items()}
+    return view
+
+
+@pytest.mark.parametrize("env_id,algo,level", [("Toy-v0", "discrete_cql", "easy"), ("ToyCont-v0", "td3bc", "train")])
+def test_stacked_seeds_give_the_records_of_seeds_trained_alone(toy_data, env_id, algo, level):
+    specs = [RunSpec(env_id, algo, level=level, seed=s, **SMALL) for s in (0, 1, 2)]
+    together = train_seeds(specs, progress=False)
+    assert all(r.record["timing"]["engine"] == "stacked" and r.record["timing"]["stacked_seeds"] == 3
+               for r in together)
+    for spec in specs:
+        shutil.rmtree(run_dir(spec))
+    alone = train_seeds(specs, stack=False, progress=False)
+    assert all(r.record["timing"]["engine"] == "d3rlpy" for r in alone)
+    for a, b in zip(together, alone):
+        assert comparable(a.record) == comparable(b.record)
+    assert together[0].record["curve"][-1]["loss"] != together[1].record["curve"][-1]["loss"]
+
+
+def test_a_killed_stacked_run_resumes_to_the_uninterrupted_records(toy_data):
+    specs = [RunSpec("Toy-v0", "discrete_bc", level="easy", seed=s, **SMALL) for s in (0, 1, 2)]
+
+    def kill(step, entry):
+        if step == 20:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train_seeds(specs, progress=False, on_checkpoint=kill)
+    assert (run_dir(specs[0]) / CHECKPOINT_NAME).exists()
+    seen = []
+    resumed = train_seeds(specs, progress=False, on_checkpoint=lambda step, entry: seen.append(step))
+    assert [r.resumed_from for r in resumed] == [20, 10, 10]  # killed inside the step-20 checkpoints
+    for spec in specs:
+        shutil.rmtree(run_dir(spec))
+    straight = train_seeds(specs, progress=False)
+    for a, b in zip(resumed, straight):
+        assert comparable(a.record) == comparable(b.record)
+    again = train_seeds(specs, progress=False, on_checkpoint=lambda *a: pytest.fail("trained a finished run"))
+    assert all(r.skipped for r in again)
+
+
+def test_seeds_at_different_steps_train_in_groups(toy_data):
+    specs = [RunSpec("Toy-v0", "discrete_bc", level="easy", seed=s, **SMALL) for s in (0, 1, 2)]
+    # seed 0 alone to step 20, then all three: seed 0 resumes alone, seeds 1 and 2 train stacked
+    with pytest.raises(Stop):
+        train_seeds(specs[:1], progress=False, on_checkpoint=lambda step, e: (_ for _ in ()).throw(Stop)
+                    if step == 20 else None)
+    results = train_seeds(specs, progress=False)
+    assert [r.resumed_from for r in results] == [20, 0, 0]
+    assert [r.record["timing"]["stacked_seeds"] for r in results] == [1, 2, 2]
