@@ -59,7 +59,8 @@ class StackedSampler:
         self.actions = (actions[:, 0].long() if source.discrete else actions).to(dev)
         self.rewards = torch.from_numpy(source._rewards).to(dev)
         self.terminals = torch.from_numpy(source._terminals).to(dev)
-        self._pinned = dev.type == "cuda"
+        self._ring: list[tuple[torch.Tensor, Any]] = []
+        self._slot = 0
 
     def indices(self, batch_size: int) -> np.ndarray:
         """``(S, B)`` flat transition indices, row s drawn from seed s's generator."""
@@ -68,14 +69,30 @@ class StackedSampler:
     def batch(self, indices: np.ndarray) -> StackedBatch:
         """The stacked batch of ``indices (S, B)`` (observations standardised)."""
         idx = torch.from_numpy(indices)
-        if self._pinned:
-            idx = idx.pin_memory().to(self.device, non_blocking=True)
+        if self.device.type == "cuda":
+            idx = self._upload(idx)
         rows = self.obs_rows[idx]
         emb = self.embeddings[self.instr[idx]]
         obs = torch.cat([self.states[rows], emb], dim=2)
         return StackedBatch(observations=obs, actions=self.actions[idx], rewards=self.rewards[idx],
                             terminals=self.terminals[idx],
                             next_observations=lambda: torch.cat([self.states[rows + 1], emb], dim=2))
+
+    def _upload(self, idx: torch.Tensor) -> torch.Tensor:
+        """Copy indices to the GPU without blocking the host: through a ring of pinned buffers,
+        each reused only after the copy that last read it has finished."""
+        if not self._ring or self._ring[0][0].shape != idx.shape:
+            self._ring = [(torch.empty(idx.shape, dtype=idx.dtype).pin_memory(), None) for _ in range(8)]
+        buffer, event = self._ring[self._slot]
+        if event is not None:
+            event.synchronize()
+        buffer.copy_(idx)
+        out = buffer.to(self.device, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        self._ring[self._slot] = (buffer, event)
+        self._slot = (self._slot + 1) % len(self._ring)
+        return out
 
     def sample(self, batch_size: int) -> StackedBatch:
         return self.batch(self.indices(batch_size))

@@ -1,0 +1,164 @@
+"""Training throughput: ours vs plain d3rlpy for every algorithm, stacked seeds, and BC against
+the machine's matmul ceiling — all measured in one run.
+
+* **plain d3rlpy**: a d3rlpy ``ReplayBuffer`` (transitions picked one at a time) and
+  ``algo.update`` — what a user of d3rlpy alone gets;
+* **ours, S=1**: the path ``imaginebench train`` takes for one seed — the stacked trainer
+  where the algorithm has one (``imaginebench.algos.vectorised``), else our vectorised sampler
+  with ``fast_update``;
+* **stacked, S seeds**: S seeds in one update; reported as gradient steps per second *per
+  seed* (updates/s: every update advances each seed by one step); the total is S times that.
+
+Data: CLEVR-shaped synthetic episodes (10-d states, up to 50 steps) with a 384-d instruction
+embedding (obs 394), half real / half imaginary, batch 256, 2×256 MLPs (the benchmark's
+defaults).  BC's useful arithmetic per seed-step is counted from its layer shapes (forward,
+weight gradients, input gradients of the hidden layers) and compared with two ceilings measured
+on the same machine in the same run: a 2048³ fp32 matmul and a batched matmul of BC's first
+layer.  Each side runs for ``--seconds`` after a warm-up.  Usage::
+
+    python benchmarks/training_throughput.py [--algos ...] [--seeds 1 3 8] [--threads 1] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from sampling import ACTION_DIM, EMBED_DIM, STATE_DIM, load_average, synthetic  # noqa: E402
+
+from imaginebench.algos.factory import build_algorithm  # noqa: E402
+from imaginebench.algos.registry import algorithm_names, get_spec  # noqa: E402
+from imaginebench.algos.sampler import MixedReplaySource, fast_update, to_d3rlpy_buffer  # noqa: E402
+from imaginebench.algos.vectorised import STACKED, trainer_for  # noqa: E402
+from imaginebench.algos.vectorised.batches import StackedSampler  # noqa: E402
+from imaginebench.data import EpisodeDataset  # noqa: E402
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def rate(step, seconds: float, device: str, warmup: int = 5, min_steps: int = 5) -> float:
+    """Calls of ``step`` per second over about ``seconds`` (after ``warmup`` calls)."""
+    for _ in range(warmup):
+        step()
+    sync(device)
+    n, start = 0, time.perf_counter()
+    while n < min_steps or time.perf_counter() - start < seconds:
+        step()
+        n += 1
+        if device.startswith("cuda") and n % 50 == 0:
+            sync(device)
+    sync(device)
+    return n / (time.perf_counter() - start)
+
+
+def bc_flops(batch: int, obs: int, hidden=(256, 256), out: int = ACTION_DIM) -> float:
+    """FLOPs of one BC gradient step: forward, weight gradients, input gradients past layer 1."""
+    sizes = [obs, *hidden, out]
+    layers = list(zip(sizes[:-1], sizes[1:]))
+    fwd = sum(2 * batch * i * o for i, o in layers)
+    back_inputs = sum(2 * batch * i * o for i, o in layers[1:])
+    return 2 * fwd + back_inputs
+
+
+def ceilings(device: str, seconds: float, stacked: int, batch: int, obs: int) -> dict[str, float]:
+    """GFLOP/s of a 2048³ matmul and of BC's first layer as a batched matmul over ``stacked`` seeds."""
+    a = torch.randn(2048, 2048, device=device)
+    b = torch.randn(2048, 2048, device=device)
+    square = rate(lambda: a @ b, seconds, device) * 2 * 2048 ** 3 / 1e9
+    x = torch.randn(stacked, batch, obs, device=device)
+    w = torch.randn(stacked, 256, obs, device=device)
+    first = rate(lambda: torch.bmm(x, w.transpose(1, 2)), seconds, device) * 2 * stacked * batch * obs * 256 / 1e9
+    return {"matmul 2048^3": square, f"bmm S={stacked} {batch}x{obs}x256": first}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algos", nargs="+", default=list(algorithm_names()))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 3, 8], help="stacked seed counts S")
+    parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per measurement")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--episodes", type=int, default=2000, help="episodes per source")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu:0")
+    parser.add_argument("--no-d3rlpy", action="store_true", help="skip the plain d3rlpy column")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    dev, batch = args.device, args.batch_size
+    obs = STATE_DIM + EMBED_DIM
+    where = torch.cuda.get_device_name() if dev.startswith("cuda") else f"CPU, {args.threads} thread(s)"
+    print(f"{where}; batch {batch}, obs {STATE_DIM}+{EMBED_DIM}, 2x256 MLPs, ~{args.seconds:g} s per measurement, "
+          f"load average {load_average()}")
+
+    data = {}
+    for discrete in (False, True):
+        real, imaginary = synthetic(args.episodes, discrete, seed=0), synthetic(args.episodes, discrete, seed=1)
+        rng = np.random.default_rng(2)
+        table = {s: rng.normal(size=EMBED_DIM).astype(np.float32) for s in real.instructions + imaginary.instructions}
+        source = MixedReplaySource({"real": real, "imaginary": imaginary}, {"real": 0.5, "imaginary": 0.5},
+                                   embeddings=table, seed=0)
+        plain = None if args.no_d3rlpy else to_d3rlpy_buffer(EpisodeDataset.concatenate([real, imaginary]), embeddings=table,
+                                                             action_size=source.action_size)
+        data[discrete] = (source, plain)
+
+    header = f"{'algorithm':<14}{'d3rlpy':>9}{'ours S=1':>10}{'ratio':>8}"
+    header += "".join(f"{f'S={s}/seed':>12}" for s in args.seeds) + f"{'engine':>10}"
+    print(header)
+    bc_rates: dict[int, float] = {}
+    for name in args.algos:
+        spec = get_spec(name)
+        source, plain = data[spec.discrete]
+        config = spec.default_config()
+
+        def build(seed: int):
+            torch.manual_seed(seed)
+            return build_algorithm(config, source, batch_size=batch, standardize="all", device=dev)
+
+        theirs = float("nan")
+        if plain is not None:
+            algo = build(0)
+            sample = functools.partial(plain.sample_transition_batch, batch)
+            theirs = rate(lambda: algo.update(sample()), args.seconds, dev)
+        stacked = type(build(0)).__name__ in STACKED
+        per_seed = {}
+        if stacked:
+            for s in sorted({1, *args.seeds}):
+                algos = [build(i) for i in range(s)]
+                trainer = trainer_for(algos)
+                sampler = StackedSampler(source, [np.random.default_rng(i) for i in range(s)], dev,
+                                         algos[0].config.observation_scaler)
+                per_seed[s] = rate(lambda: trainer.step(sampler.sample(batch)), args.seconds, dev)
+            ours = per_seed[1]
+        else:
+            algo = build(0)
+            ours = rate(lambda: fast_update(algo, source.sample_transition_batch(batch)), args.seconds, dev)
+        if name == "bc":
+            bc_rates = per_seed
+        cells = "".join(f"{per_seed[s]:>12.1f}" if s in per_seed else f"{'-':>12}" for s in args.seeds)
+        print(f"{name:<14}{theirs:>9.1f}{ours:>10.1f}{ours / theirs:>7.2f}x{cells}"
+              f"{'stacked' if stacked else 'd3rlpy':>10}", flush=True)
+
+    if bc_rates:
+        flops = bc_flops(batch, obs)
+        ceil = ceilings(dev, args.seconds, 3, batch, obs)
+        print(f"\nBC arithmetic: {flops / 1e9:.3f} GFLOP per seed-step (forward, weight and hidden-input gradients)")
+        print("ceilings: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in ceil.items()))
+        for s, r in sorted(bc_rates.items()):
+            achieved = r * s * flops / 1e9
+            shares = ", ".join(f"{achieved / v:.0%} of {k}" for k, v in ceil.items())
+            print(f"BC S={s}: {r:.1f} updates/s = {r * s:.0f} seed-steps/s = {achieved:.0f} GFLOP/s ({shares})")
+    print(f"load average at the end: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
