@@ -6,6 +6,8 @@ the machine's matmul ceiling — all measured in one run.
 * **ours, S=1**: the path ``imaginebench train`` takes for one seed — the stacked trainer
   where the algorithm has one (``imaginebench.algos.vectorised``), else our vectorised sampler
   with ``fast_update``;
+  On a GPU the stacked update replays as one CUDA graph per step (``graph_step``); the eager
+  stacked update's S=1 rate is printed under it.
 * **stacked, S seeds**: S seeds in one update; reported as gradient steps per second *per
   seed* (updates/s: every update advances each seed by one step); the total is S times that.
 
@@ -112,7 +114,7 @@ def main() -> None:
         data[discrete] = (source, plain)
 
     header = f"{'algorithm':<14}{'d3rlpy':>9}{'ours S=1':>10}{'ratio':>8}"
-    header += "".join(f"{f'S={s}/seed':>12}" for s in args.seeds) + f"{'engine':>10}"
+    header += "".join(f"{f'S={s}/seed':>12}" for s in args.seeds) + f"{'engine':>15}"
     print(header)
     bc_rates: dict[int, float] = {}
     for name in args.algos:
@@ -137,7 +139,12 @@ def main() -> None:
                 trainer = trainer_for(algos)
                 sampler = StackedSampler(source, [np.random.default_rng(i) for i in range(s)], dev,
                                          algos[0].config.observation_scaler)
-                per_seed[s] = rate(lambda: trainer.step(sampler.sample(batch)), args.seconds, dev)
+                if dev.startswith("cuda"):
+                    per_seed[s] = rate(lambda: trainer.graph_step(sampler, batch), args.seconds, dev)
+                    if s == 1:
+                        eager = rate(lambda: trainer.step(sampler.sample(batch)), args.seconds, dev)
+                else:
+                    per_seed[s] = rate(lambda: trainer.step(sampler.sample(batch)), args.seconds, dev)
             ours = per_seed[1]
         else:
             algo = build(0)
@@ -145,10 +152,14 @@ def main() -> None:
         if name == "bc":
             bc_rates = per_seed
         cells = "".join(f"{per_seed[s]:>12.1f}" if s in per_seed else f"{'-':>12}" for s in args.seeds)
-        print(f"{name:<14}{theirs:>9.1f}{ours:>10.1f}{ours / theirs:>7.2f}x{cells}"
-              f"{'stacked' if stacked else 'd3rlpy':>10}", flush=True)
+        engine = ("stacked+graph" if dev.startswith("cuda") else "stacked") if stacked else "d3rlpy"
+        print(f"{name:<14}{theirs:>9.1f}{ours:>10.1f}{ours / theirs:>7.2f}x{cells}{engine:>15}", flush=True)
+        if stacked and dev.startswith("cuda"):
+            print(f"{'  (eager S=1)':<14}{'':>9}{eager:>10.1f}{eager / theirs:>7.2f}x", flush=True)
 
-    if bc_rates:
+    if bc_rates and not dev.startswith("cpu"):
+        print("\n(the matmul ceilings are measured on the CPU only)")
+    elif bc_rates:
         flops = bc_flops(batch, obs)
         ceil = ceilings(dev, args.seconds, 3, batch, obs)
         print(f"\nBC arithmetic: {flops / 1e9:.3f} GFLOP per seed-step (forward, weight and hidden-input gradients)")

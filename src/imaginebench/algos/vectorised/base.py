@@ -101,7 +101,7 @@ class StackedTrainer:
         self.n = len(self.algos)
         self.config = self.algos[0].config
         self.impls = [a.impl for a in self.algos]
-        self.device = self.impls[0].device
+        self.device = torch.device(self.impls[0].device)
         self.generators = list(generators) if generators is not None else [
             torch.Generator().manual_seed(i) for i in range(self.n)]
         if len(self.generators) != self.n:
@@ -142,6 +142,8 @@ class StackedTrainer:
             group = {k: v for k, v in optim.param_groups[0].items() if k != "params"}
             for name in members:
                 self.params[name].requires_grad_(True)
+            if self.device.type == "cuda":
+                group["capturable"] = True  # the step count lives on the GPU, so a CUDA graph can replay it
             stacked = torch.optim.Adam([self.params[n] for n in members], **group)
             self._load_moments(stacked, members, [w.optim for w in wrappers])
             self.optimizers[field] = stacked
@@ -150,6 +152,12 @@ class StackedTrainer:
         if any(int(a.grad_step) != self.grad_step for a in self.algos):
             raise ValueError("Stacked seeds must be at the same gradient step; resume them separately.")
         self.last_loss: dict[str, torch.Tensor] = {}
+        self._graphs: dict[Any, tuple[Any, dict[str, torch.Tensor]]] = {}
+        self._static_idx: torch.Tensor | None = None
+        self._static_noise: list[torch.Tensor] = []
+        self._capturing = False
+        self._noise_calls = 0
+        self._noise_count: dict[Any, int] = {}
 
     # ------------------------------------------------------------------ optimiser state
     def _load_moments(self, stacked: torch.optim.Optimizer, members: list[str], optims: list) -> None:
@@ -189,6 +197,47 @@ class StackedTrainer:
     def step(self, batch: StackedBatch) -> None:
         """One gradient step of every seed (``grad_step`` as d3rlpy counts it)."""
         self.last_loss = self.update(batch, self.grad_step)
+        self.grad_step += 1
+
+    # ------------------------------------------------------------------ CUDA graphs
+    WARMUP_STEPS: ClassVar[int] = 3
+    """Eager steps before the first capture (torch needs a few to settle its allocator)."""
+
+    def phase(self, grad_step: int) -> Any:
+        """What decides an update's branches at ``grad_step`` (one CUDA graph per phase)."""
+        return None
+
+    def graph_step(self, sampler: Any, batch_size: int) -> None:
+        """One step of every seed as a CUDA graph replay: the batch gather, the update, the Adam
+        steps and the target updates in one launch; only the ``(S, B)`` indices and any noise are
+        copied in.  The same arithmetic as :meth:`step` (tested against it)."""
+        indices = sampler.indices(batch_size)
+        if self.grad_step < self.WARMUP_STEPS:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self.step(sampler.batch(indices))
+            torch.cuda.current_stream().wait_stream(side)
+            return
+        if self._static_idx is None:
+            self._static_idx = torch.zeros(indices.shape, dtype=torch.int64, device=self.device)
+        phase = self.phase(self.grad_step)
+        if phase not in self._graphs:
+            graph = torch.cuda.CUDAGraph()
+            self._capturing, self._noise_calls = True, 0
+            for optim in self.optimizers.values():
+                optim.zero_grad(set_to_none=True)
+            with torch.cuda.graph(graph):
+                out = self.update(sampler.batch(self._static_idx), self.grad_step)
+            self._capturing = False
+            self._graphs[phase] = (graph, out)
+        graph, out = self._graphs[phase]
+        self._static_idx.copy_(sampler._upload(torch.from_numpy(indices)))
+        self._noise_calls = 0
+        for buffer in self._static_noise[: self._noise_count.get(phase, 0)]:
+            buffer.copy_(self._draw(buffer.shape[1:]), non_blocking=True)
+        graph.replay()
+        self.last_loss = out
         self.grad_step += 1
 
     def losses(self) -> list[dict[str, float]]:
@@ -270,11 +319,21 @@ class StackedTrainer:
         """The parameters of ``module`` detached from autograd (read by a loss that must not train them)."""
         return {n: self.params[n].detach() for n in self._module_names(module)}
 
+    def _draw(self, shape: Sequence[int]) -> torch.Tensor:
+        return torch.stack([torch.randn(tuple(shape), generator=g) for g in self.generators])
+
     def randn(self, shape: Sequence[int]) -> torch.Tensor:
         """``(S, *shape)`` standard normal draws, row s from seed s's (CPU) generator.
 
         Drawn on the CPU and copied, so a seed's noise is the same on every device and equals
-        what d3rlpy draws from the global generator in a lone CPU run.
+        what d3rlpy draws from the global generator in a lone CPU run.  Under CUDA-graph capture
+        it returns a static buffer that :meth:`graph_step` refills before each replay.
         """
-        draws = torch.stack([torch.randn(tuple(shape), generator=g) for g in self.generators])
-        return draws.to(self.device, non_blocking=True)
+        if self._capturing:
+            i = self._noise_calls
+            if i == len(self._static_noise):
+                self._static_noise.append(torch.zeros((self.n, *shape), device=self.device))
+            self._noise_calls += 1
+            self.__dict__.setdefault("_noise_count", {})[self.phase(self.grad_step)] = self._noise_calls
+            return self._static_noise[i]
+        return self._draw(shape).to(self.device, non_blocking=True)

@@ -66,10 +66,11 @@ class StackedSampler:
         """``(S, B)`` flat transition indices, row s drawn from seed s's generator."""
         return np.stack([self.source.sample_indices(batch_size, rng) for rng in self.rngs])
 
-    def batch(self, indices: np.ndarray) -> StackedBatch:
-        """The stacked batch of ``indices (S, B)`` (observations standardised)."""
-        idx = torch.from_numpy(indices)
-        if self.device.type == "cuda":
+    def batch(self, indices: np.ndarray | torch.Tensor) -> StackedBatch:
+        """The stacked batch of ``indices (S, B)`` (observations standardised); a tensor of
+        indices already on the device is used as it is (a CUDA graph's static input)."""
+        idx = indices if isinstance(indices, torch.Tensor) else torch.from_numpy(indices)
+        if self.device.type == "cuda" and idx.device.type != "cuda":
             idx = self._upload(idx)
         rows = self.obs_rows[idx]
         emb = self.embeddings[self.instr[idx]]

@@ -30,6 +30,9 @@ class StackedDiscreteCQL(StackedTrainer):
     def q(self, module: str, x: torch.Tensor) -> torch.Tensor:
         return linear(self.params, f"{module}._fc", self.encode(f"{module}._encoder", x))
 
+    def phase(self, grad_step: int) -> bool:
+        return grad_step % self.config.target_update_interval == 0
+
     def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
         cfg = self.config
         actions = batch.actions.unsqueeze(2)

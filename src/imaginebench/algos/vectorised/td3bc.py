@@ -31,6 +31,9 @@ class StackedTD3PlusBC(StackedTrainer):
         p = self.params if params is None else params
         return linear(p, f"{module}._fc", self.encode(f"{module}._encoder", x, action, params=p))
 
+    def phase(self, grad_step: int) -> bool:
+        return grad_step % self.config.update_actor_interval == 0
+
     def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
         cfg = self.config
         with torch.no_grad():
