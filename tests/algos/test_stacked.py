@@ -16,7 +16,7 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql"]
 SEEDS = [0, 1, 2]
 BATCH = 32
 
@@ -153,3 +153,26 @@ def test_unsupported_settings_say_why():
     sac, _ = build("sac", src, 0)
     with pytest.raises(ValueError, match="has no stacked trainer"):
         trainer_for([sac])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", STACKED_ALGOS)
+def test_cuda_graph_steps_equal_eager_steps(name):
+    src = source(get_spec(name).discrete)
+    options = {"target_update_interval": 5} if name == "discrete_cql" else {}
+    runs = []
+    for graph in (False, True):
+        built = []
+        for s in SEEDS:
+            config = get_spec(name).default_config(hidden_units=(32, 32), **options)
+            torch.manual_seed(s)
+            built.append(build_algorithm(config, src, batch_size=BATCH, standardize="all", device="cuda:0"))
+        trainer = trainer_for(built, [torch.Generator().manual_seed(s) for s in SEEDS])
+        sampler = StackedSampler(src, [np.random.default_rng(s) for s in SEEDS], "cuda:0",
+                                 built[0].config.observation_scaler)
+        for _ in range(12):
+            trainer.graph_step(sampler, BATCH) if graph else trainer.step(sampler.sample(BATCH))
+        trainer.write_back()
+        runs.append([params_of(a) for a in built])
+    for eager, graphed in zip(*runs):
+        assert_close({k: v.cpu() for k, v in graphed.items()}, {k: v.cpu() for k, v in eager.items()}, atol=1e-5)
