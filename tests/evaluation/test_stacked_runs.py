@@ -8,16 +8,7 @@ import pytest
 
 from imaginebench.evaluation import RunSpec, run_dir, stable_view
 from imaginebench.evaluation.runner import CHECKPOINT_NAME, train_seeds
-from tests.algos.helpers import build_toy_data, save_imaginary
-from tests.evaluation.test_runner import SMALL, Stop
-
-
-@pytest.fixture
-def toy_data(toy_envs):
-    build_toy_data("Toy-v0", ("train", "easy"), episodes=30)
-    build_toy_data("ToyCont-v0", ("train",), episodes=30)
-    save_imaginary("Toy-v0", "easy")
-    return toy_envs
+from tests.evaluation.test_runner import SMALL, Stop, toy_data  # noqa: F401  (toy_data: fixture)
 
 
 def comparable(record: dict) -> dict:

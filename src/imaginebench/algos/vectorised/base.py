@@ -312,6 +312,11 @@ class StackedTrainer:
             for name in self._module_names(online):
                 self.params[target + name[len(online):]].copy_(self.params[name])
 
+    @property
+    def n_critics(self) -> int:
+        """Q-functions in the ensemble (``q_funcs``) of the algorithm."""
+        return len(self.impls[0].modules.q_funcs)
+
     def _module_names(self, module: str) -> list[str]:
         return [n for n in self.params if n.startswith(module + ".")]
 

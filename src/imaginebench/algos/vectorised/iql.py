@@ -25,10 +25,6 @@ class StackedIQL(StackedTrainer):
 
     algo_class = "IQL"
 
-    def __init__(self, algos, generators=None) -> None:
-        super().__init__(algos, generators)
-        self.n_critics = len(self.impls[0].modules.q_funcs)
-
     def q(self, module: str, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         return linear(self.params, f"{module}._fc", self.encode(f"{module}._encoder", x, action))
 

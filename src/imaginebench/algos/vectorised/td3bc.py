@@ -20,10 +20,6 @@ class StackedTD3PlusBC(StackedTrainer):
 
     algo_class = "TD3PlusBC"
 
-    def __init__(self, algos, generators=None) -> None:
-        super().__init__(algos, generators)
-        self.n_critics = len(self.impls[0].modules.q_funcs)
-
     def policy(self, module: str, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(linear(self.params, f"{module}._fc", self.encode(f"{module}._encoder", x)))
 
