@@ -16,7 +16,7 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac"]
 SEEDS = [0, 1, 2]
 BATCH = 32
 
@@ -97,7 +97,7 @@ def test_every_stacked_algorithm_is_covered():
 @pytest.mark.parametrize("name", STACKED_ALGOS)
 def test_stacked_seeds_equal_each_seed_trained_alone_by_d3rlpy(name):
     src = source(get_spec(name).discrete)
-    options = {"target_update_interval": 5} if name == "discrete_cql" else {}
+    options = {"target_update_interval": 5} if name in ("discrete_cql", "discrete_sac") else {}
     trainer, algos = stacked(name, src, SEEDS, steps=12, **options)
     for seed, algo in zip(SEEDS, algos):
         alone = lone_d3rlpy(name, src, seed, steps=12, **options)

@@ -12,11 +12,13 @@ from typing import Any
 from imaginebench.algos.vectorised.base import StackedBatch, StackedTrainer
 from imaginebench.algos.vectorised.bc import StackedBC, StackedDiscreteBC
 from imaginebench.algos.vectorised.discrete_cql import StackedDiscreteCQL
+from imaginebench.algos.vectorised.discrete_sac import StackedDiscreteSAC
 from imaginebench.algos.vectorised.iql import StackedIQL
 from imaginebench.algos.vectorised.td3bc import StackedTD3PlusBC
 
 STACKED: dict[str, type[StackedTrainer]] = {
-    cls.algo_class: cls for cls in (StackedBC, StackedDiscreteBC, StackedTD3PlusBC, StackedDiscreteCQL, StackedIQL)}
+    cls.algo_class: cls for cls in (StackedBC, StackedDiscreteBC, StackedTD3PlusBC, StackedDiscreteCQL, StackedIQL,
+                                StackedDiscreteSAC)}
 
 
 def trainer_for(algos: list[Any], generators=None) -> StackedTrainer:
