@@ -80,3 +80,11 @@ def test_no_stack_trains_seeds_one_by_one_and_a_bad_device_is_one_line(runner, t
     assert record["timing"]["engine"] == "d3rlpy" and record["timing"]["stacked_seeds"] == 1
     bad = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--device", "tpu", *FAST])
     assert bad.exit_code != 0 and "use cpu or cuda" in _error_line(bad)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_without_a_gpu_is_one_line(runner, toy_envs, data_home):
+    build_toy_data("Toy-v0", ("train",), episodes=20)
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--device", "cuda", *FAST])
+    assert result.exit_code != 0 and "no CUDA device here; use --device cpu" in _error_line(result)
+    assert not (data_home / "runs/Toy-v0/tiny/train/real/discrete_bc/seed0").exists()
