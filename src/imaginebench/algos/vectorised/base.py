@@ -196,6 +196,7 @@ class StackedTrainer:
     # ------------------------------------------------------------------ steps
     def step(self, batch: StackedBatch) -> None:
         """One gradient step of every seed (``grad_step`` as d3rlpy counts it)."""
+        self._noise_calls = 0
         self.last_loss = self.update(batch, self.grad_step)
         self.grad_step += 1
 
@@ -232,8 +233,7 @@ class StackedTrainer:
             self._capturing = False
             self._graphs[phase] = (graph, out)
         graph, out = self._graphs[phase]
-        self._static_idx.copy_(sampler._upload(torch.from_numpy(indices)))
-        self._noise_calls = 0
+        self._static_idx.copy_(sampler.upload(torch.from_numpy(indices)))
         for buffer in self._static_noise[: self._noise_count.get(phase, 0)]:
             buffer.copy_(self._draw(buffer.shape[1:]), non_blocking=True)
         graph.replay()
@@ -334,11 +334,15 @@ class StackedTrainer:
         what d3rlpy draws from the global generator in a lone CPU run.  Under CUDA-graph capture
         it returns a static buffer that :meth:`graph_step` refills before each replay.
         """
+        i = self._noise_calls
+        self._noise_calls += 1
         if self._capturing:
-            i = self._noise_calls
-            if i == len(self._static_noise):
-                self._static_noise.append(torch.zeros((self.n, *shape), device=self.device))
-            self._noise_calls += 1
-            self.__dict__.setdefault("_noise_count", {})[self.phase(self.grad_step)] = self._noise_calls
+            if i >= len(self._static_noise):
+                raise RuntimeError("A CUDA graph needs noise buffers sized during the eager warm-up steps; "
+                                   "this update drew noise it never drew eagerly.")
+            self._noise_count[self.phase(self.grad_step)] = self._noise_calls
             return self._static_noise[i]
+        if self.device.type == "cuda" and i == len(self._static_noise):
+            # sized here, outside any capture: memory allocated during capture belongs to the graph
+            self._static_noise.append(torch.empty((self.n, *shape), device=self.device))
         return self._draw(shape).to(self.device, non_blocking=True)

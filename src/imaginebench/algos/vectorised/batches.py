@@ -71,7 +71,7 @@ class StackedSampler:
         indices already on the device is used as it is (a CUDA graph's static input)."""
         idx = indices if isinstance(indices, torch.Tensor) else torch.from_numpy(indices)
         if self.device.type == "cuda" and idx.device.type != "cuda":
-            idx = self._upload(idx)
+            idx = self.upload(idx)
         rows = self.obs_rows[idx]
         emb = self.embeddings[self.instr[idx]]
         obs = torch.cat([self.states[rows], emb], dim=2)
@@ -79,7 +79,7 @@ class StackedSampler:
                             terminals=self.terminals[idx],
                             next_observations=lambda: torch.cat([self.states[rows + 1], emb], dim=2))
 
-    def _upload(self, idx: torch.Tensor) -> torch.Tensor:
+    def upload(self, idx: torch.Tensor) -> torch.Tensor:
         """Copy indices to the GPU without blocking the host: through a ring of pinned buffers,
         each reused only after the copy that last read it has finished."""
         if not self._ring or self._ring[0][0].shape != idx.shape:
