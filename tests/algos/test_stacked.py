@@ -16,7 +16,10 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq"]
+OPTIONS: dict = {"discrete_cql": {"target_update_interval": 5}, "discrete_sac": {"target_update_interval": 5},
+           # a tight flexibility, so the imitator's mask really removes actions from the max
+           "discrete_bcq": {"target_update_interval": 5, "action_flexibility": 0.9}}
 SEEDS = [0, 1, 2]
 BATCH = 32
 
@@ -97,7 +100,7 @@ def test_every_stacked_algorithm_is_covered():
 @pytest.mark.parametrize("name", STACKED_ALGOS)
 def test_stacked_seeds_equal_each_seed_trained_alone_by_d3rlpy(name):
     src = source(get_spec(name).discrete)
-    options = {"target_update_interval": 5} if name in ("discrete_cql", "discrete_sac") else {}
+    options = OPTIONS.get(name, {})
     trainer, algos = stacked(name, src, SEEDS, steps=12, **options)
     for seed, algo in zip(SEEDS, algos):
         alone = lone_d3rlpy(name, src, seed, steps=12, **options)
@@ -145,6 +148,24 @@ def test_write_back_carries_adam_state_so_a_new_trainer_continues_exactly():
         torch.testing.assert_close(trainer.params[k], resumed.params[k], atol=0, rtol=0)
 
 
+def test_a_shared_encoder_is_one_stacked_tensor_trained_by_both_losses():
+    src = source(True)
+    trainer, algos = stacked("discrete_bcq", src, [0, 1], steps=3, **OPTIONS["discrete_bcq"])
+    shared = [n for n in trainer.params if n.startswith("imitator._encoder.")]
+    assert shared and all(trainer.params[n] is trainer.params["q_funcs.0" + n[len("imitator"):]] for n in shared)
+    for algo in algos:  # still one module in d3rlpy after the write-back
+        assert algo.impl.modules.imitator._encoder is algo.impl.modules.q_funcs[0]._encoder
+
+
+def test_discrete_bcq_with_its_own_imitator_encoder_equals_d3rlpy():
+    src = source(True)
+    options = dict(OPTIONS["discrete_bcq"], share_encoder=False)
+    trainer, algos = stacked("discrete_bcq", src, [0, 1], steps=8, **options)
+    assert not trainer.shared
+    for seed, algo in zip([0, 1], algos):
+        assert_close(params_of(algo), params_of(lone_d3rlpy("discrete_bcq", src, seed, steps=8, **options)))
+
+
 def test_unsupported_settings_say_why():
     src = source(False)
     algo, _ = build("bc", src, 0, policy_type="stochastic")
@@ -159,7 +180,7 @@ def test_unsupported_settings_say_why():
 @pytest.mark.parametrize("name", STACKED_ALGOS)
 def test_cuda_graph_steps_equal_eager_steps(name):
     src = source(get_spec(name).discrete)
-    options = {"target_update_interval": 5} if name == "discrete_cql" else {}
+    options = OPTIONS.get(name, {})
     runs = []
     for graph in (False, True):
         built = []

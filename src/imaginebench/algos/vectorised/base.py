@@ -121,9 +121,14 @@ class StackedTrainer:
                 continue
             if not isinstance(first, nn.Module):
                 continue
-            for pname, _ in first.named_parameters():
+            for pname, _ in first.named_parameters(remove_duplicate=False):
                 name = f"{f.name}.{pname}"
-                per_seed = [dict(getattr(m, f.name).named_parameters())[pname] for m in mods]
+                per_seed = [dict(getattr(m, f.name).named_parameters(remove_duplicate=False))[pname] for m in mods]
+                if id(per_seed[0]) in by_id:
+                    # a module shared by two fields (DiscreteBCQ's imitator reads the Q encoder):
+                    # one stacked tensor under both names
+                    self.params[name] = self.params[by_id[id(per_seed[0])]]
+                    continue
                 self._sources[name] = per_seed
                 by_id[id(per_seed[0])] = name
                 self.params[name] = torch.stack([p.detach() for p in per_seed]).clone()
