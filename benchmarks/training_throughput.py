@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -62,6 +64,51 @@ def rate(step, seconds: float, device: str, warmup: int = 5, min_steps: int = 5)
             sync(device)
     sync(device)
     return n / (time.perf_counter() - start)
+
+
+def matmul_flops(step, calls: int = 2) -> float:
+    """Matmul FLOPs (forward and backward) of one call of ``step``, averaged over ``calls`` calls
+    (TD3's actor trains every 2nd step), counted by ``torch.utils.flop_counter``."""
+    with FlopCounterMode(display=False) as counter:
+        for _ in range(calls):
+            step()
+    return counter.get_total_flops() / calls
+
+
+class _MatmulRecorder(TorchDispatchMode):
+    """Records every matrix product an update runs (op, argument shapes and strides)."""
+
+    OPS = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default,
+           torch.ops.aten.baddbmm.default}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in self.OPS:
+            spec = [(tuple(a.shape), a.stride(), a.device) if isinstance(a, torch.Tensor) else a for a in args]
+            self.calls.append((func, spec, dict(kwargs or {})))
+        return func(*args, **(kwargs or {}))
+
+
+def matmul_bound(step, seconds: float, device: str, calls: int = 2) -> float:
+    """Steps/s if an update did nothing but its own matrix products: every matmul of ``calls``
+    calls of ``step`` recorded, then replayed on fresh tensors of the same shapes and strides
+    and timed — the realistic ceiling of an update with exactly this arithmetic on this machine."""
+    with _MatmulRecorder() as recorder:
+        for _ in range(calls):
+            step()
+    replay = []
+    for func, spec, kwargs in recorder.calls:
+        args = [torch.empty_strided(a[0], a[1], device=a[2]).normal_() if isinstance(a, tuple) and len(a) == 3
+                and isinstance(a[2], torch.device) else a for a in spec]
+        replay.append((func, args, kwargs))
+
+    def products() -> None:
+        for func, args, kwargs in replay:
+            func(*args, **kwargs)
+    return rate(products, seconds, device) * calls
 
 
 def bc_flops(batch: int, obs: int, hidden=(256, 256), out: int = ACTION_DIM) -> float:
@@ -117,6 +164,7 @@ def main() -> None:
     header += "".join(f"{f'S={s}/seed':>12}" for s in args.seeds) + f"{'engine':>15}"
     print(header)
     bc_rates: dict[int, float] = {}
+    roofline: list[tuple[str, float, float, float, float, float]] = []
     for name in args.algos:
         spec = get_spec(name)
         source, plain = data[spec.discrete]
@@ -131,6 +179,7 @@ def main() -> None:
             algo = build(0)
             sample = functools.partial(plain.sample_transition_batch, batch)
             theirs = rate(lambda: algo.update(sample()), args.seconds, dev)
+            their_flops = matmul_flops(lambda: algo.update(sample()))
         stacked = type(build(0)).__name__ in STACKED
         per_seed = {}
         if stacked:
@@ -146,9 +195,17 @@ def main() -> None:
                 else:
                     per_seed[s] = rate(lambda: trainer.step(sampler.sample(batch)), args.seconds, dev)
             ours = per_seed[1]
+            trainer = trainer_for([build(0)])
+            sampler = StackedSampler(source, [np.random.default_rng(0)], dev, trainer.config.observation_scaler)
+            our_flops = matmul_flops(lambda: trainer.step(sampler.sample(batch)))
+            bound = matmul_bound(lambda: trainer.step(sampler.sample(batch)), args.seconds, dev)
         else:
             algo = build(0)
             ours = rate(lambda: fast_update(algo, source.sample_transition_batch(batch)), args.seconds, dev)
+            our_flops = matmul_flops(lambda: fast_update(algo, source.sample_transition_batch(batch)))
+            bound = matmul_bound(lambda: fast_update(algo, source.sample_transition_batch(batch)), args.seconds, dev)
+        if plain is not None:
+            roofline.append((name, their_flops, our_flops, theirs, ours, bound))
         if name == "bc":
             bc_rates = per_seed
         cells = "".join(f"{per_seed[s]:>12.1f}" if s in per_seed else f"{'-':>12}" for s in args.seeds)
@@ -157,11 +214,21 @@ def main() -> None:
         if stacked and dev.startswith("cuda"):
             print(f"{'  (eager S=1)':<14}{'':>9}{eager:>10.1f}{eager / theirs:>7.2f}x", flush=True)
 
+    ceil = ceilings(dev, args.seconds, 3, batch, obs) if dev.startswith("cpu") else {}
+    if roofline:
+        top = ceil.get("matmul 2048^3", float("nan"))
+        print(f"\nRoofline, S=1. GF/step: matmul FLOPs per update (torch's FlopCounterMode). matmul-only: "
+              f"steps/s of our update's own matrix products replayed alone (its realistic ceiling here); "
+              f"max ratio = that / d3rlpy. 2048^3 matmul: {top:.0f} GFLOP/s.")
+        print(f"{'algorithm':<14}{'GF/step d3rlpy':>15}{'ours':>7}{'GFLOP/s d3rlpy':>16}{'ours':>7}"
+              f"{'of 2048^3':>11}{'matmul-only':>13}{'ours of it':>12}{'max ratio':>11}")
+        for name, tf, of, tr, orate, bound in roofline:
+            print(f"{name:<14}{tf / 1e9:>15.3f}{of / 1e9:>7.3f}{tf * tr / 1e9:>16.0f}{of * orate / 1e9:>7.0f}"
+                  f"{of * orate / 1e9 / top:>11.0%}{bound:>13.1f}{orate / bound:>12.0%}{bound / tr:>10.2f}x")
     if bc_rates and not dev.startswith("cpu"):
         print("\n(the matmul ceilings are measured on the CPU only)")
     elif bc_rates:
         flops = bc_flops(batch, obs)
-        ceil = ceilings(dev, args.seconds, 3, batch, obs)
         print(f"\nBC arithmetic: {flops / 1e9:.3f} GFLOP per seed-step (forward, weight and hidden-input gradients)")
         print("ceilings: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in ceil.items()))
         for s, r in sorted(bc_rates.items()):
