@@ -74,7 +74,7 @@ def train(
                                       "<algo>@<tag> next to the default runs."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 gives steady timings on shared machines)."),
     stack: bool = typer.Option(True, "--stack/--no-stack", help="Train the seeds together with stacked parameters "
-                               "(bc, discrete_bc, td3bc, iql, discrete_cql, discrete_sac; each seed's numbers equal a lone run's); "
+                               "(bc, discrete_bc, td3bc, iql, discrete_cql, discrete_bcq, discrete_sac; each seed's numbers equal a lone run's); "
                                "--no-stack trains them one after another."),
     device: str = typer.Option("cpu", "--device", help="Torch device for training: cpu or cuda (data, sampling "
                                "and networks live there)."),
