@@ -19,8 +19,15 @@ DEFAULT_PROFILE = "small"
 
 
 def data_home() -> Path:
-    """The root folder for datasets, caches and runs (``$IMAGINEBENCH_HOME``)."""
-    return Path(os.environ.get(HOME_ENV_VAR, Path.home() / ".imaginebench")).expanduser()
+    """The root folder for datasets, caches and runs (``$IMAGINEBENCH_HOME``).
+
+    Raises ``NotADirectoryError`` (with a message of its own) if a file stands there.
+    """
+    home = Path(os.environ.get(HOME_ENV_VAR, Path.home() / ".imaginebench")).expanduser()
+    if home.exists() and not home.is_dir():
+        raise NotADirectoryError(f"The data home {home} is a file, not a folder; point {HOME_ENV_VAR} at a folder "
+                                 "(it is created if missing).")
+    return home
 
 
 # Reference sizes of SPEC §3.6 (rollouts): real, then imaginary per level.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -54,3 +55,20 @@ def write_text(path: str | Path, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return path
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise the ``OSError`` that writing under ``path`` would meet, before any work is done.
+
+    ``path`` (a folder to be) need not exist: its nearest existing ancestor must be a writable
+    folder on a writable file system.  Creates nothing, so a run that fails later on bad input
+    leaves no empty folder behind.
+    """
+    probe = Path(path).absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(probe))
+    if not os.access(probe, os.W_OK | os.X_OK):
+        code = errno.EROFS if os.statvfs(probe).f_flag & os.ST_RDONLY else errno.EACCES
+        raise PermissionError(code, os.strerror(code), str(probe))

@@ -26,6 +26,6 @@ def test_calibrate_errors_are_one_line(tmp_path):
                          (["--env", "Nope-v0"], "Nope-v0"),
                          (["--env", "CLEVR-v0", "--level", "easy", "--task", "no_such_task"], "no_such_task")):
         result = CliRunner().invoke(app, ["calibrate", *args, "--no-progress"])
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == 2, result.output
         assert needle in result.output and "Traceback" not in result.output
         assert len(result.output.strip().splitlines()) == 1

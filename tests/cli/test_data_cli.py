@@ -36,9 +36,9 @@ def test_collect_info_and_errors(data_home):
     assert rows[0]["episodes"] == 6 and rows[0]["domain"] == "CLEVR-v0" and rows[0]["source"] == "real"
 
     bad = runner.invoke(app, ["data", "collect", "--env", "Nope-v0"])
-    assert bad.exit_code == 1 and bad.output.count("\n") == 1 and "Valid choices" in bad.output
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "Valid choices" in bad.output
     bad_level = runner.invoke(app, ["data", "collect", "--level", "medium"])
-    assert bad_level.exit_code == 1 and "train, rephrase, easy, hard" in bad_level.output
+    assert bad_level.exit_code == 2 and "train, rephrase, easy, hard" in bad_level.output
 
 
 def test_info_on_a_corrupt_file_is_one_line(tmp_path):

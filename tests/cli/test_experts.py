@@ -9,7 +9,7 @@ from imaginebench.cli import app
 
 def _fails(args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # usage errors
     assert message in result.output
     assert "Traceback" not in result.output
 

@@ -43,14 +43,14 @@ def test_train_runs_each_seed_and_skips_finished_ones(runner, toy_envs, data_hom
 
 def test_unknown_algorithm_lists_the_choices(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "ppo", *FAST])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     line = _error_line(result)
     assert "Unknown algorithm 'ppo'" in line and "bc, cql, bcq, td3bc, sac, iql, discrete_bc" in line
 
 
 def test_algorithm_that_does_not_fit_the_action_space(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "td3bc", *FAST])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     line = _error_line(result)
     assert "'td3bc' needs continuous actions" in line and "Discrete(2)" in line
     assert "Algorithms that fit: discrete_bc, discrete_cql, discrete_bcq, discrete_sac" in line
@@ -65,10 +65,10 @@ def test_missing_dataset_names_the_command(runner, toy_envs):
 
 def test_bad_seed_and_conflicting_flags(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--seeds", "0", "x", *FAST])
-    assert result.exit_code == 1 and "Seeds must be integers" in _error_line(result)
+    assert result.exit_code == 2 and "Seeds must be integers" in _error_line(result)
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--level", "easy", "--real-only",
                                  "--real-upper-bound", *FAST])
-    assert result.exit_code == 1 and "Choose one of" in _error_line(result)
+    assert result.exit_code == 2 and "Choose one of" in _error_line(result)
 
 
 def test_no_stack_trains_seeds_one_by_one_and_a_bad_device_is_one_line(runner, toy_envs, data_home):

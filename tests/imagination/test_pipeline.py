@@ -104,7 +104,7 @@ def test_cli(real_data):
     hint = "imaginebench imagine train --env CLEVR-v0 --backbone tiny --profile tiny"
     assert res.exit_code == 1 and hint in res.output
     res = runner.invoke(app, ["imagine", "train", "--env", ENV, "--profile", "tiny", "--backbone", "gpt-17"])
-    assert res.exit_code == 1 and "smollm2-135m, tiny" in res.output
+    assert res.exit_code == 2 and "smollm2-135m, tiny" in res.output
     res = runner.invoke(app, ["imagine", "train", "--env", ENV, "--profile", "tiny", "--backbone", "tiny",
                               "--lora", "--steps", "3"])
     assert res.exit_code == 0, res.output
@@ -118,7 +118,7 @@ def test_cli(real_data):
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)[0]["level"] == "easy"
     res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "medium"])
-    assert res.exit_code == 1 and "rephrase, easy, hard, all" in res.output
+    assert res.exit_code == 2 and "rephrase, easy, hard, all" in res.output
     res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "hard"])
     assert res.exit_code == 1 and "imaginebench imagine generate" in res.output
 

@@ -41,7 +41,7 @@ def test_render_cli_errors(tmp_path):
         return CliRunner().invoke(app, ["imagine", "render", *args, "--out", str(tmp_path / "x.png")])
 
     r = run("--env", "CLEVR-v0", "--source", "dream")
-    assert r.exit_code == 1 and "--source must be imaginary or real" in r.output
+    assert r.exit_code == 2 and "--source must be imaginary or real" in r.output
     r = run("--dataset", str(tmp_path / "missing.npz"))
     assert r.exit_code == 1 and "missing.npz" in r.output
     assert not (tmp_path / "x.png").exists()

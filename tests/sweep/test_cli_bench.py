@@ -77,7 +77,7 @@ def test_options_make_the_grid_and_the_summary_is_printed(toy_envs, data_home, c
 ])
 def test_bad_names_give_one_line(toy_envs, calls, args, message):
     result = runner.invoke(app, [*BASE, *args])
-    assert result.exit_code == 1 and message in _error_line(result) and not calls
+    assert result.exit_code == 2 and message in _error_line(result) and not calls
 
 
 def test_a_damaged_store_gives_one_line_and_stays(toy_envs, calls, tmp_path):

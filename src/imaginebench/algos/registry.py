@@ -29,6 +29,7 @@ from imaginebench.algos.configs import (
     TD3PlusBCConfig,
 )
 from imaginebench.domains.base import choice_error
+from imaginebench.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def resolve(name: str, discrete: bool, env_id: str = "this domain", action_space
         return twins[0]
     kind = "discrete" if discrete else "continuous"
     space = f" ({action_space})" if action_space else ""
-    raise ValueError(
+    raise UsageError(
         f"Algorithm {name!r} needs {spec.action_kind} actions, but {env_id} has {kind} actions{space}. "
         f"Algorithms that fit: {', '.join(fitting(discrete))}."
     )

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 from imaginebench.cli import (  # noqa: F401  (register commands)
     bench, calibrate, data, envs, experts, imagine, report, train,
 )
-from imaginebench.cli.common import app
+from imaginebench.cli.common import app, run_app
 
 
-def main() -> None:
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``imaginebench`` script: exits with :func:`run_app`'s code."""
+    sys.exit(run_app(argv))
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "run_app"]

@@ -9,6 +9,7 @@ import typer
 
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.cli.train import _seeds
+from imaginebench.errors import UsageError
 
 
 def _list(value: str) -> list[str]:
@@ -61,9 +62,9 @@ def bench(
     from imaginebench.sweep.ray_runner import run_grid
 
     if lease <= 0:
-        raise ValueError(f"--lease must be positive, got {lease}.")
+        raise UsageError(f"--lease must be positive, got {lease}.")
     if ctx.args and not seeds:
-        raise ValueError(f"Unexpected arguments: {' '.join(ctx.args)}.")
+        raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     grid = GridSpec(envs=_list(envs), algos=_list(algos), levels=_list(levels), data=_list(data),
                     seeds=_seeds(seeds, list(ctx.args)) if seeds else None, profile=profile, train_steps=steps,
                     checkpoint_every=checkpoint_every, eval_episodes_per_task=eval_episodes)

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from imaginebench.cli.common import app, friendly
+from imaginebench.errors import UsageError
 
 
 @app.command()
@@ -59,7 +60,7 @@ def calibrate(
     rows = run(env, levels, workers=workers, tasks=task, expert_episodes=expert_episodes,
                random_episodes=random_episodes, max_random_episodes=max_random_episodes, seed=seed, progress=progress)
     if not rows:
-        raise ValueError(f"No task of {env} at levels {levels} matches --task {task}.")
+        raise UsageError(f"No task of {env} at levels {levels} matches --task {' '.join(task) if isinstance(task, (list, tuple)) else task}.")
     wall_s = time.perf_counter() - start
     text = calibration_markdown(env, rows, wall_s=wall_s)
     typer.echo("\n".join(calibration_summary(rows)) if quiet else text)

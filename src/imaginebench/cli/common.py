@@ -1,26 +1,51 @@
 """The ``imaginebench`` command-line tool: one verb per pipeline stage.
 
 Commands are thin: parse, validate, call the library. Expected errors print one line on
-stderr and exit with code 1. Each stage's commands live in their own module of this package.
+stderr: exit code 2 for a bad argument (:class:`~imaginebench.errors.UsageError`, and click's
+own usage errors), 1 for anything else expected (missing or corrupt data, an existing output,
+a missing optional extra, a folder that cannot be written). Each stage's commands live in
+their own module of this package.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 from typing import Callable
 
 import typer
 
 from imaginebench.config import PROFILES
+from imaginebench.errors import UsageError
 
 app = typer.Typer(help="ImagineBench: reinforcement learning from imaginary rollouts.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
 
 EXPECTED_ERRORS = (ValueError, FileNotFoundError, FileExistsError, ImportError, NotImplementedError, KeyError)
+USAGE_EXIT = 2
+RUNTIME_EXIT = 1
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an operating-system error (no traceback): what failed, on which path, what to do."""
+    if exc.errno is None and exc.args:  # raised by our code with a message of its own
+        return str(exc.args[0])
+    where = f" {exc.filename}" if exc.filename else ""
+    what = exc.strerror or type(exc).__name__
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = (" Make it writable, or point IMAGINEBENCH_HOME (the data home) at a writable folder "
+                "(or the command's output option at one).")
+    elif exc.errno == errno.ENOSPC:
+        hint = " Free some space or point IMAGINEBENCH_HOME at another disk."
+    elif exc.errno in (errno.ENOTDIR, errno.EISDIR):
+        hint = " A file stands where a folder is expected (or the other way round); move it away."
+    else:
+        hint = ""
+    return f"cannot use{where}: {what}.{hint}"
 
 
 def friendly(fn: Callable) -> Callable:
-    """Turn expected errors into one line on stderr and exit code 1."""
+    """Turn expected errors into one line on stderr and exit code 2 (usage) or 1 (runtime)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -28,12 +53,45 @@ def friendly(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except EXPECTED_ERRORS as exc:
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            if isinstance(exc, OSError) and exc.errno is not None:
+                msg = os_error_message(exc)
             typer.echo(f"error: {msg}", err=True)
-            raise typer.Exit(1) from None
+            raise typer.Exit(USAGE_EXIT if isinstance(exc, UsageError) else RUNTIME_EXIT) from None
+        except OSError as exc:
+            typer.echo(f"error: {os_error_message(exc)}", err=True)
+            raise typer.Exit(RUNTIME_EXIT) from None
 
     return wrapper
 
 
+def run_app(argv: list[str] | None = None) -> int:
+    """Run the tool on ``argv`` (default: the process's) and return its exit code.
+
+    click's usage errors (unknown command or option, a value of the wrong type, a missing
+    option) are printed as one line naming the command's ``--help``, with exit code 2.
+    """
+    try:  # typer vendors click from 0.2x on; its exceptions are not the click package's
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover
+        from click import exceptions as click_errors
+
+    try:
+        code = app(args=argv, prog_name="imaginebench", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        exc.show()
+        return USAGE_EXIT
+    except click_errors.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx is not None else "imaginebench"
+        message = " ".join(exc.format_message().split())
+        typer.echo(f"error: {message} (see: {command} --help)", err=True)
+        return USAGE_EXIT
+    except click_errors.ClickException as exc:
+        typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        return exc.exit_code
+    except (typer.Abort, getattr(click_errors, "Abort", typer.Abort)):
+        typer.echo("error: aborted.", err=True)
+        return RUNTIME_EXIT
+    return code if isinstance(code, int) else 0
+
+
 PROFILE_HELP = f"Size profile: {', '.join(PROFILES)} (default $IMAGINEBENCH_PROFILE or small)."
-
-

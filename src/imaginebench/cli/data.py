@@ -92,6 +92,9 @@ def data_export_minari(
 
     path = dataset_path(env, source, level, profile)
     if not path.exists():
-        raise FileNotFoundError(f"No dataset at {path}; build it first (imaginebench data collect --env {env} --level {level}).")
+        from imaginebench.data.hub import collect_command, imagine_command
+
+        build = (imagine_command if source == "imaginary" else collect_command)(env, level, profile)
+        raise FileNotFoundError(f"No dataset at {path}; build it first: {build}")
     out = export_minari(load_dataset(path), root=root)
     typer.echo(f"exported {out.total_episodes} episodes as Minari dataset {out.spec.dataset_id}")

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from imaginebench.cli.common import app, friendly
+from imaginebench.errors import UsageError
 
 experts_app = typer.Typer(help="Trained experts (HalfCheetah-v0): train them, list what ships.",
                           no_args_is_help=True)
@@ -22,7 +23,7 @@ def _check_env(env: str) -> None:
 
     spec = env_spec(env)
     if spec.env_id not in TRAINED:
-        raise ValueError(f"{spec.env_id}'s expert is scripted, nothing to train; trained experts: {', '.join(TRAINED)}.")
+        raise UsageError(f"{spec.env_id}'s expert is scripted, nothing to train; trained experts: {', '.join(TRAINED)}.")
 
 
 @experts_app.command("train")
@@ -49,7 +50,7 @@ def train(
         if name not in POLICIES:
             raise choice_error("HalfCheetah-v0 expert policy", name, POLICIES)
     if steps is not None and steps <= 0:
-        raise ValueError(f"--steps must be positive, got {steps}.")
+        raise UsageError(f"--steps must be positive, got {steps}.")
     for name in policies:
         n = steps or TRAIN_STEPS[name]
         settings = TrainSettings(steps=n, random_steps=min(5_000, n // 5), seed=seed)

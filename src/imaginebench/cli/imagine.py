@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
+from imaginebench.errors import UsageError
 
 imagine_app = typer.Typer(help="Fine-tune the rollout language model, imagine rollouts, score them.",
                           no_args_is_help=True)
@@ -63,8 +64,10 @@ def imagine_train(
     if task_weights is not None:
         try:
             extra["task_weights"] = tuple(float(w) for w in task_weights.split(","))
+            if len(extra["task_weights"]) != 4:
+                raise ValueError
         except ValueError:
-            raise ValueError(f"--task-weights needs four numbers like 3,1,1,1; got {task_weights!r}.") from None
+            raise UsageError(f"--task-weights needs four numbers like 3,1,1,1; got {task_weights!r}.") from None
     r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
               out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, device=device, progress=progress,
               **extra)
@@ -185,7 +188,7 @@ def imagine_render(
     from imaginebench.imagination.render import episode_strip, save_png
 
     if source not in ("imaginary", "real"):
-        raise ValueError(f"--source must be imaginary or real, got {source!r}.")
+        raise UsageError(f"--source must be imaginary or real, got {source!r}.")
     if dataset is not None:
         ds = load_dataset(dataset)
     elif source == "real":

@@ -28,6 +28,10 @@ def report(
     from imaginebench.config import data_home
     from imaginebench.report import build_report
 
+    if env is not None:
+        from imaginebench.envs.registry import env_spec
+
+        env_spec(env)  # an unknown id is a usage error, not "no records"
     if pictures:
         os.environ.setdefault("MUJOCO_GL", "egl")
     written = build_report(out or data_home() / "reports", runs=runs, pictures=pictures, env=env, profile=profile)

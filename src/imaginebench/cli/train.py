@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
+from imaginebench.errors import UsageError
 
 
 def _seeds(values: List[str], extra: List[str]) -> list[int]:
@@ -19,7 +20,7 @@ def _seeds(values: List[str], extra: List[str]) -> list[int]:
             try:
                 out.append(int(part))
             except ValueError:
-                raise ValueError(f"Seeds must be integers, got {part!r} (use --seeds 0 1 2).") from None
+                raise UsageError(f"Seeds must be integers, got {part!r} (use --seeds 0 1 2).") from None
     return list(dict.fromkeys(out))
 
 
@@ -30,7 +31,7 @@ def _algo_options(values: List[str]) -> tuple[tuple[str, object], ...]:
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--set takes FIELD=VALUE, got {item!r}.")
+            raise UsageError(f"--set takes FIELD=VALUE, got {item!r}.")
         try:
             value = json.loads(raw)
         except json.JSONDecodeError:
@@ -90,9 +91,9 @@ def train(
     from imaginebench.evaluation.runner import train_seeds
 
     if real_upper_bound and real_only:
-        raise ValueError("Choose one of --real-upper-bound and --real-only.")
+        raise UsageError("Choose one of --real-upper-bound and --real-only.")
     if ctx.args and not seeds:
-        raise ValueError(f"Unexpected arguments: {' '.join(ctx.args)}.")
+        raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
     if threads > 0:
         import torch
@@ -110,7 +111,7 @@ def train(
                      eval_episodes_per_task=eval_episodes, batch_size=batch_size,
                      algo_options=_algo_options(set_ or []), tag=tag) for s in seed_list]
     if not (device == "cpu" or device.startswith("cpu:") or device.startswith("cuda")):
-        raise ValueError(f"Unknown --device {device!r}; use cpu or cuda (cuda:N for another GPU).")
+        raise UsageError(f"Unknown --device {device!r}; use cpu or cuda (cuda:N for another GPU).")
     device = {"cpu": "cpu:0", "cuda": "cuda:0"}.get(device, device)
     for result in train_seeds(specs, stack=stack, device=device, progress=progress):
         rec = result.record

@@ -9,6 +9,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.errors import UsageError
 
 POLICIES = ("expert", "random")
 _CHUNK = 50
@@ -86,7 +87,7 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
 
         raise choice_error("policy", policy, POLICIES)
     if episodes <= 0:
-        raise ValueError(f"episodes must be positive, got {episodes}.")
+        raise UsageError(f"episodes must be positive, got {episodes}.")
     domain = load_domain(env_id)
     jobs = [(domain.env_id, level, a, b, seed, policy) for a, b in _chunks(episodes)]
     bar = tqdm(total=episodes, desc=f"collect {domain.env_id}/{level}", unit="ep", disable=not progress)

@@ -19,11 +19,14 @@ import dataclasses
 import hashlib
 import logging
 from pathlib import Path
+from typing import Any
 
 from imaginebench.config import data_home, get_profile
 from imaginebench.data.dataset import SOURCES, EpisodeDataset
 from imaginebench.data.storage import DatasetError, load_dataset, save_dataset
 from imaginebench.domains.base import check_level, choice_error
+from imaginebench.errors import UsageError
+from imaginebench.fileio import check_writable
 
 logger = logging.getLogger("imaginebench.data")
 
@@ -41,7 +44,7 @@ def dataset_path(env_id: str, source: str, level: str, profile: str | None = Non
         raise choice_error("data source", source, SOURCES)
     check_level(level)
     if source == "imaginary" and level == "train":
-        raise ValueError("The train level has no imaginary data; imaginary levels are rephrase, easy, hard.")
+        raise UsageError("The train level has no imaginary data; imaginary levels are rephrase, easy, hard.")
     spec = env_spec(env_id)
     return data_home() / "datasets" / spec.env_id / get_profile(profile).name / f"{source}-{level}.npz"
 
@@ -156,6 +159,43 @@ def load_imaginary(env_id: str, level: str, profile: str | None = None,
     return None
 
 
+def check_sources_match(env_id: str, sources: dict[str, EpisodeDataset], paths: dict[str, str],
+                        levels: dict[str, str], profile: str | None = None) -> None:
+    """Raise :class:`DatasetError` unless every training source fits the first one (the real data).
+
+    Checked: the domain the data was made for is ``env_id``, each source is of the level it is
+    used as, and the state layout, action kind and action size are the same everywhere — a
+    dataset copied in from another domain, level or package version would otherwise train
+    silently on rows that mean something else.  (Instructions are stored as text and embedded by
+    the run's one encoder, so real and imaginary rows always share the encoder.)
+    """
+    names = list(sources)
+    first = sources[names[0]]
+
+    def shape(ds: EpisodeDataset) -> tuple[Any, ...]:
+        kind = "discrete" if ds.discrete_actions else "continuous"
+        size = ds.metadata.get("action_dim") if ds.discrete_actions else tuple(ds.actions.shape[1:])
+        return ds.state_dim, kind, size
+
+    for name in names:
+        ds, where = sources[name], paths.get(name, name)
+        rebuild = ("Rebuild it with: " + (imagine_command(env_id, levels[name], profile) if ds.metadata.get("source") ==
+                   "imaginary" else collect_command(env_id, levels[name], profile)))
+        domain = ds.metadata.get("domain")
+        if domain is not None and domain != env_id:
+            raise DatasetError(f"{where}: made for {domain}, but this run trains on {env_id}. {rebuild}")
+        level = ds.metadata.get("level")
+        if level is not None and level != levels[name]:
+            raise DatasetError(f"{where}: holds {level}-level data, but the run uses it as its {levels[name]} "
+                               f"data. {rebuild}")
+        if shape(ds) != shape(first):
+            dim, kind, size = shape(ds)
+            dim0, kind0, size0 = shape(first)
+            raise DatasetError(f"{where}: {dim}-dim states with {kind} actions of size {size} do not match "
+                               f"{paths.get(names[0], names[0])} ({dim0}-dim states, {kind0} actions of size {size0}); "
+                               f"both must come from this package version's {env_id}. {rebuild}")
+
+
 def get_dataset(env_id: str, level: str, profile: str | None = None,
                 variant: str = "honest") -> tuple[EpisodeDataset, EpisodeDataset | None]:
     """``(real, imaginary)`` for ``level``: the real train-task data and that level's imaginary data.
@@ -180,6 +220,7 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
     path = dataset_path(env_id, "real", level, prof.name)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass --overwrite to rebuild it.")
+    check_writable(path.parent)
     n = episodes if episodes is not None else prof.episodes(env_id, "real", level)
     ds = collect(env_id, level, n, seed=seed, workers=workers, progress=progress,
                  metadata={"profile": prof.name}, ray_address=ray_address)

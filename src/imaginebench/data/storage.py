@@ -155,6 +155,8 @@ def check_contents(ds: EpisodeDataset, path: str | Path) -> None:
         raise DatasetError(f"{path}: {what} (first at episode {episode}); the file's contents are unusable: "
                            f"delete it and rebuild it with: {fix}")
 
+    if len(ds.lengths) == 0:
+        raise DatasetError(f"{path}: holds no episodes; nothing to train on: delete it and rebuild it with: {fix}")
     if ds.states.size and not np.all(np.isfinite(ds.states)):
         fail("a state holds NaN or inf", int(episode_of_state[_first(~np.isfinite(ds.states).all(axis=1))]))
     if not np.all(np.isfinite(ds.rewards)):

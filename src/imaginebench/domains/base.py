@@ -17,6 +17,8 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from imaginebench.errors import UsageError
+
 T = TypeVar("T")
 
 LEVELS: tuple[str, ...] = ("train", "rephrase", "easy", "hard")
@@ -26,12 +28,13 @@ TASK_LEVELS: tuple[str, ...] = ("train", "easy", "hard")
 """Levels that own tasks; ``rephrase`` reuses the ``train`` tasks with held-out phrasings."""
 
 
-def choice_error(kind: str, value: object, choices: Sequence[str]) -> ValueError:
-    """A ``ValueError`` naming the bad value, a close match and every valid choice."""
+def choice_error(kind: str, value: object, choices: Sequence[str]) -> UsageError:
+    """A :class:`~imaginebench.errors.UsageError` (a ``ValueError``) naming the bad value, a close
+    match and every valid choice."""
     valid = ", ".join(str(c) for c in choices)
     close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
-    return ValueError(f"Unknown {kind} {value!r}.{hint} Valid choices: {valid}.")
+    return UsageError(f"Unknown {kind} {value!r}.{hint} Valid choices: {valid}.")
 
 
 def check_level(level: str) -> str:

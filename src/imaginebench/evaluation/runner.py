@@ -22,7 +22,8 @@ import numpy as np
 from imaginebench.algos.registry import AlgoSpec, resolve
 from imaginebench.config import get_profile
 from imaginebench.domains.base import check_level, choice_error
-from imaginebench.fileio import atomic_path
+from imaginebench.errors import UsageError
+from imaginebench.fileio import atomic_path, check_writable
 from imaginebench.evaluation.protocol import (
     LAST_CHECKPOINTS,
     Evaluator,
@@ -91,17 +92,17 @@ class RunSpec:
     def __post_init__(self) -> None:
         check_level(self.level)
         if self.tag is not None and not _TAG.fullmatch(self.tag):
-            raise ValueError(f"tag must be letters, digits, '.', '_' or '-', got {self.tag!r}.")
+            raise UsageError(f"tag must be letters, digits, '.', '_' or '-', got {self.tag!r}.")
         if self.data not in DATA_VARIANTS:
             raise choice_error("training data variant", self.data, DATA_VARIANTS)
         if self.data == "real-upper-bound" and self.level == "train":
-            raise ValueError("The Real upper bound needs a novel level (rephrase, easy or hard), not train.")
+            raise UsageError("The Real upper bound needs a novel level (rephrase, easy or hard), not train.")
         if not 0.0 < self.mix_ratio < 1.0:
-            raise ValueError(f"mix_ratio must lie strictly between 0 and 1, got {self.mix_ratio}.")
+            raise UsageError(f"mix_ratio must lie strictly between 0 and 1, got {self.mix_ratio}.")
         for name in ("train_steps", "checkpoint_every", "eval_episodes_per_task", "batch_size"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ValueError(f"{name} must be positive, got {value}.")
+                raise UsageError(f"{name} must be positive, got {value}.")
         get_profile(self.profile)  # validates the name
 
     # ------------------------------------------------------------------ derived
@@ -200,7 +201,8 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
 
     Raises ``FileNotFoundError`` naming the command that builds a missing dataset.
     """
-    from imaginebench.data.hub import dataset_path, imaginary_path, imagine_command, load_imaginary, load_real
+    from imaginebench.data.hub import (check_sources_match, dataset_path, imaginary_path, imagine_command,
+                                       load_imaginary, load_real, reference_available)
 
     real = load_real(env_id, "train", spec.profile)
     sources = {"real": real}
@@ -208,8 +210,10 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
     paths = {"real": str(dataset_path(env_id, "real", "train", spec.profile))}
     if spec.data_tag in IMAGINARY_DATA:
         variant = IMAGINARY_DATA[spec.data_tag]
-        imaginary = load_imaginary(env_id, spec.level, spec.profile, variant)
-        if imaginary is None:
+        found = (imaginary_path(env_id, spec.level, spec.profile, variant).exists()
+                 or reference_available(env_id, spec.level, spec.profile, variant))
+        imaginary = load_imaginary(env_id, spec.level, spec.profile, variant) if found else None
+        if imaginary is None:  # one error line, not load_imaginary's warning followed by it
             raise FileNotFoundError(
                 f"No {variant} imaginary {spec.level} dataset for {env_id} at "
                 f"{imaginary_path(env_id, spec.level, spec.profile, variant)}. Build it with: "
@@ -221,7 +225,9 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
                                  imaginary_path(env_id, spec.level, spec.profile, variant))
     elif spec.data_tag == "real-upper-bound":
         sources[f"real-{spec.level}"] = load_real(env_id, spec.level, spec.profile)
+        paths[f"real-{spec.level}"] = str(dataset_path(env_id, "real", spec.level, spec.profile))
         described.append((f"real-{spec.level}", "real", spec.level))
+    check_sources_match(env_id, sources, paths, {name: level for name, _, level in described}, spec.profile)
     weights = ({"real": 1.0} if len(sources) == 1 else
                {name: (1.0 - spec.mix_ratio if name == "real" else spec.mix_ratio) for name in sources})
     info = [{"name": name, "source": source, "level": level, "episodes": len(sources[name]),
@@ -314,6 +320,7 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
 
     config = algo_spec.default_config(**dict(spec.algo_options))
     sources, weights, source_info = load_sources(spec, domain.env_id)
+    check_writable(path)
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     source = MixedReplaySource(sources, weights, encoder=encoder, seed=spec.seed,

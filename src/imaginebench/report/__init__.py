@@ -35,7 +35,7 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, pictures: 
         where = Path(runs) if runs is not None else runs_root()
         shown = ", ".join(f"{k}={v}" for k, v in filters.items() if v is not None)
         raise FileNotFoundError(f"No run records under {where}{' matching ' + shown if shown else ''}. "
-                                f"Train some with: imaginebench train --env CLEVR-v0 --algo bc")
+                                f"Train some with: imaginebench train --env {filters.get('env') or 'CLEVR-v0'} --algo bc")
     from imaginebench.report.sections import calibration_section, quality_section, rollout_strips
 
     cells = aggregate(records)

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 
 from imaginebench.config import get_profile
 from imaginebench.domains.base import LEVELS, check_level, choice_error
+from imaginebench.errors import UsageError
 from imaginebench.evaluation.runner import DATA_VARIANTS, RunSpec
 
 DEFAULT_DATA = ("real", "imaginary", "real-upper-bound")
@@ -71,7 +72,7 @@ def _names(kind: str, values: Iterable[Any]) -> tuple[Any, ...]:
     out = tuple(dict.fromkeys(v.strip() if isinstance(v, str) else v for v in values))
     out = tuple(v for v in out if v != "")
     if not out:
-        raise ValueError(f"The grid needs at least one {kind}.")
+        raise UsageError(f"The grid needs at least one {kind}.")
     return out
 
 
@@ -125,12 +126,12 @@ class GridSpec:
         try:
             set_(self, "seeds", tuple(int(s) for s in seeds))
         except (TypeError, ValueError):
-            raise ValueError(f"Seeds must be integers, got {', '.join(map(repr, seeds))}.") from None
+            raise UsageError(f"Seeds must be integers, got {', '.join(map(repr, seeds))}.") from None
         set_(self, "algo_options", tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in self.algo_options))
         for name in ("train_steps", "checkpoint_every", "eval_episodes_per_task", "batch_size"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ValueError(f"{name} must be positive, got {value}.")
+                raise UsageError(f"{name} must be positive, got {value}.")
 
     def plan(self) -> GridPlan:
         """Every run of the grid in order (env, algo, level, data, seed), without the combinations
@@ -161,9 +162,9 @@ class GridSpec:
         unfit = [a for a, n in fits.items() if n == 0]
         if unfit:
             reasons = "; ".join(reason for what, reason in excluded if what.split(" ", 1)[1] in unfit)
-            raise ValueError(f"No environment of the grid fits {', '.join(map(repr, unfit))}: {reasons}")
+            raise UsageError(f"No environment of the grid fits {', '.join(map(repr, unfit))}: {reasons}")
         if not runs:
-            raise ValueError("The grid has no runs left (every combination was left out).")
+            raise UsageError("The grid has no runs left (every combination was left out).")
         return GridPlan(tuple(runs.values()), tuple(excluded))
 
     def expand(self) -> list[RunSpec]:

@@ -11,8 +11,11 @@ Importing this module does not import d3rlpy or torch; :meth:`AlgoConfig.create`
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from imaginebench.errors import UsageError
 
 ACTIVATIONS = ("relu", "tanh", "gelu")
 
@@ -73,20 +76,20 @@ class AlgoConfig:
 
     def __post_init__(self) -> None:
         if not self.hidden_units or any(int(h) <= 0 for h in self.hidden_units):
-            raise ValueError(f"hidden_units must be positive layer sizes, got {self.hidden_units!r}.")
+            raise UsageError(f"hidden_units must be positive layer sizes, got {self.hidden_units!r}.")
         object.__setattr__(self, "hidden_units", tuple(int(h) for h in self.hidden_units))
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"Unknown activation {self.activation!r}; valid choices: {', '.join(ACTIVATIONS)}.")
+            raise UsageError(f"Unknown activation {self.activation!r}; valid choices: {', '.join(ACTIVATIONS)}.")
         if self.instruction_projection < 0:
-            raise ValueError(f"instruction_projection must be >= 0, got {self.instruction_projection}.")
+            raise UsageError(f"instruction_projection must be >= 0, got {self.instruction_projection}.")
         if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}.")
+            raise UsageError(f"gamma must lie in [0, 1], got {self.gamma}.")
         if self.batch_size is not None and self.batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
+            raise UsageError(f"batch_size must be positive, got {self.batch_size}.")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name.endswith("learning_rate") and not value > 0:
-                raise ValueError(f"{f.name} must be positive, got {value}.")
+                raise UsageError(f"{f.name} must be positive, got {value}.")
 
     # ------------------------------------------------------------------ building
     def encoder_factory(self, ctx: BuildContext):
@@ -119,7 +122,7 @@ class AlgoConfig:
         """A fresh, un-built d3rlpy algorithm."""
         if ctx.discrete != self.discrete:
             kind = "discrete" if self.discrete else "continuous"
-            raise ValueError(f"{type(self).__name__} needs {kind} actions.")
+            raise UsageError(f"{type(self).__name__} needs {kind} actions.")
         return self.d3rlpy_config(ctx).create(device=ctx.device)
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,5 +134,42 @@ class AlgoConfig:
         names = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names)
         if unknown:
-            raise ValueError(f"{type(self).__name__} has no field(s) {unknown}; fields: {', '.join(sorted(names))}.")
+            raise UsageError(f"{type(self).__name__} has no field(s) {unknown}; fields: {', '.join(sorted(names))}.")
+        types = {f.name: str(f.type) for f in dataclasses.fields(self)}
+        for name, value in changes.items():
+            check_field_type(name, types[name], value)
         return dataclasses.replace(self, **changes)
+
+
+def check_field_type(name: str, annotation: str, value: Any) -> None:
+    """Raise :class:`UsageError` if ``value`` cannot be a config field annotated ``annotation``.
+
+    Fields are plain ``int``/``float``/``bool``/``str``/``tuple`` (optionally ``| None``); a
+    value given on the command line (``--set lr=abc``) is checked here, before any arithmetic
+    on it could fail with a bare ``TypeError``.
+    """
+    kinds = set(re.findall(r"\b(int|float|bool|str|tuple|None)\b", annotation))
+    if not kinds or annotation.replace(" ", "").startswith(("Literal", "Callable")):
+        return
+    if annotation.startswith("tuple"):  # element types are checked below, not the field's own
+        kinds = {"tuple"} | (kinds & {"None"})
+    if value is None:
+        ok = "None" in kinds
+    elif isinstance(value, bool):
+        ok = "bool" in kinds
+    elif isinstance(value, int):
+        ok = bool(kinds & {"int", "float"})
+    elif isinstance(value, float):
+        ok = "float" in kinds
+    elif isinstance(value, str):
+        ok = "str" in kinds
+    elif isinstance(value, (tuple, list)):
+        ok = "tuple" in kinds and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    else:
+        ok = False
+    if not ok:
+        words = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+                 "tuple": "a list of integers such as [256, 256]", "None": "null"}
+        wanted = " or ".join(words[k] for k in ("bool", "int", "float", "str", "tuple", "None") if k in kinds
+                             and not (k == "int" and "float" in kinds))
+        raise UsageError(f"{name} must be {wanted}, got {value!r}.")

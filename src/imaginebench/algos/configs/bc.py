@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from imaginebench.algos.configs.base import AlgoConfig, BuildContext
+from imaginebench.errors import UsageError
 
 PAPER = "Pomerleau, Neural Computation 1991"
 
@@ -33,7 +34,7 @@ class BCConfig(AlgoConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.policy_type not in ("deterministic", "stochastic"):
-            raise ValueError(f"policy_type must be 'deterministic' or 'stochastic', got {self.policy_type!r}.")
+            raise UsageError(f"policy_type must be 'deterministic' or 'stochastic', got {self.policy_type!r}.")
 
     def d3rlpy_config(self, ctx: BuildContext):
         from imaginebench.algos._d3rlpy import load

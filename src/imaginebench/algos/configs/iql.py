@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from imaginebench.algos.configs.base import AlgoConfig, BuildContext
+from imaginebench.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class IQLConfig(AlgoConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0.0 < self.expectile < 1.0:
-            raise ValueError(f"expectile must lie in (0, 1), got {self.expectile}.")
+            raise UsageError(f"expectile must lie in (0, 1), got {self.expectile}.")
 
     def d3rlpy_config(self, ctx: BuildContext):
         from imaginebench.algos._d3rlpy import load
