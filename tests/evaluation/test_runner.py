@@ -150,3 +150,27 @@ def test_settings_name_the_resolved_encoder(toy_envs):
 
     assert RunSpec("Toy-v0", "bc", profile="tiny").settings()["encoder"] == DEFAULT_ENCODER
     assert RunSpec("Toy-v0", "bc", profile="tiny", encoder=HASH_ENCODER).settings()["encoder"] == HASH_ENCODER
+
+
+def test_a_checkpoint_whose_model_bytes_changed_is_refused(toy_data):
+    import torch
+
+    from imaginebench.evaluation import run_dir
+
+    spec = RunSpec("Toy-v0", "discrete_bc", seed=3, **SMALL)
+
+    def stop(step, entry):
+        raise Stop
+
+    with pytest.raises(Stop):
+        train(spec, progress=False, on_checkpoint=stop)
+    path = run_dir(spec) / CHECKPOINT_NAME
+    state = torch.load(path, weights_only=True)
+    assert len(state["model_sha256"]) == 64
+    model = bytearray(state["model"])
+    model[len(model) // 2] ^= 0x01  # a valid torch file whose model bytes are not the ones saved
+    torch.save({**state, "model": bytes(model)}, path)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="Cannot resume from .*SHA-256.*delete it"):
+        train(spec, progress=False)
+    assert path.read_bytes() == before  # left for the user to look at, not overwritten

@@ -120,6 +120,27 @@ def test_checkpoint_round_trip(tmp_path):
         torch.testing.assert_close(a[k], b[k])
 
 
+def test_a_damaged_checkpoint_file_is_refused_by_its_checksum(tmp_path):
+    model = make_model(lora=True, seed=5)
+    files = ckpt.save_checkpoint(tmp_path / "ck", model, {"env_id": "CLEVR-v0", "profile": "tiny", "step": 3},
+                                 resume_state={"step": torch.tensor(3)})
+    meta = ckpt.read_checkpoint_meta(tmp_path / "ck")
+    assert set(meta["sha256"]) == set(files.values())
+    ckpt.load_resume_state(tmp_path / "ck")  # intact: loads
+    weights = tmp_path / "ck" / files["weights"]
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x01  # one bit of one tensor: safetensors itself would not notice
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256 does not match.*imaginebench imagine train --env CLEVR-v0"):
+        ckpt.load_checkpoint(tmp_path / "ck", device="cpu")
+    optimizer = tmp_path / "ck" / files["optimizer"]
+    data = bytearray(optimizer.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    optimizer.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256 does not match"):
+        ckpt.load_resume_state(tmp_path / "ck")
+
+
 def test_missing_checkpoint_names_the_train_command(tmp_path):
     with pytest.raises(FileNotFoundError, match="imaginebench imagine train --env CLEVR-v0"):
         ckpt.load_checkpoint(tmp_path / "nothing", train_hint=ckpt.train_command("CLEVR-v0", "tiny", "tiny"))

@@ -9,6 +9,7 @@ skipped (see :mod:`imaginebench.evaluation.records` for the layout on disk).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import time
@@ -247,6 +248,7 @@ def _save_checkpoint(path: Path, algo, step: int, curve: list, sampler_rng: np.r
     buf = io.BytesIO()
     algo.impl.save_model(buf)
     state = {"step": step, "grad_step": algo.grad_step, "curve": curve, "model": buf.getvalue(),
+             "model_sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
              "sampler_rng": sampler_rng.bit_generator.state, "torch_rng": torch_rng,
              "elapsed": dict(elapsed), "settings": settings}
     with atomic_path(path) as tmp:
@@ -258,6 +260,9 @@ def _load_checkpoint(path: Path, algo, sampler_rng: np.random.Generator) -> dict
 
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)  # plain data: no pickled code runs
+        digest = state.get("model_sha256")  # absent in checkpoints written before it was recorded
+        if digest is not None and hashlib.sha256(state["model"]).hexdigest() != digest:
+            raise ValueError("the model and optimiser bytes do not match their SHA-256")
         algo.impl.load_model(io.BytesIO(state["model"]))
     except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
         raise ValueError(f"Cannot resume from {path} ({exc}); delete it to restart the run from scratch.") from None

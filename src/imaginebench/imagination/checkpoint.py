@@ -5,7 +5,8 @@ A checkpoint is a folder (default ``<data home>/models/rollout-lm/<env>/<profile
     checkpoint.json    format, schema, package version, env id, profile, step, model config,
                        train config, normaliser (state mean/std/integer dims), validation history,
                        ``ended`` / ``best_step`` / ``best_val`` (from fine-tuning) and ``files``:
-                       the names of the three files below that belong to this checkpoint
+                       the names of the three files below that belong to this checkpoint, and
+                       ``sha256``: each one's digest, verified whenever it is loaded
     weights-<step>-<id>.safetensors  the trainable tensors at ``step`` (LoRA + numeric adapters;
                        the whole model for full fine-tuning or a randomly initialised backbone)
     optimizer-<step>-<id>.pt  optimiser/scheduler/RNG state to resume training (optional)
@@ -26,6 +27,7 @@ The backbone itself is rebuilt from its name (``imaginebench.imagination.backbon
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -119,15 +121,38 @@ def save_checkpoint(folder: Path, model: Any, meta: Mapping[str, Any],
     elif best is not None:
         files["best"] = _fresh_name("best", int(meta.get("best_step", step) or 0), ".safetensors")
         _save_tensors(folder, files["best"], best)
+    digests = {name: file_sha256(folder / name) for name in set(files.values())}
     full = {
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "package_version": __version__,
         "backbone_source": model.backbone_source, "backbone_pretrained": model.backbone_pretrained,
         "state_dim": model.state_dim, "discrete_actions": model.discrete, "action_dim": model.action_dim,
         "normaliser": model.normaliser.to_dict(), "model": model.config.to_dict(), **dict(meta), "files": files,
+        "sha256": digests,
     }
     _write_meta(folder, full)  # the commit point
     _collect_garbage(folder, files)
     return files
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verified(folder: Path, meta: Mapping[str, Any], name: str) -> Path:
+    """``folder / name`` after checking it against the digest ``checkpoint.json`` holds for it
+    (checkpoints written before digests were recorded load unchecked)."""
+    path = Path(folder) / name
+    expected = (meta.get("sha256") or {}).get(name)
+    if expected is not None and file_sha256(path) != expected:
+        again = train_command(str(meta.get("env_id", "<env>")), meta.get("profile"),
+                              str(meta.get("model", {}).get("backbone", "<backbone>")))
+        raise ValueError(f"{path}: its SHA-256 does not match checkpoint.json (a damaged or replaced file); "
+                         f"delete {Path(folder)} and train again: {again} --overwrite")
+    return path
 
 
 def _write_meta(folder: Path, meta: Mapping[str, Any]) -> None:
@@ -199,7 +224,7 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     meta = read_checkpoint_meta(folder, train_hint)
     files = checkpoint_files(meta)
     use_best = which == "best" and "best" in files
-    path = folder / files["best" if use_best else "weights"]
+    path = verified(folder, meta, files["best" if use_best else "weights"])
     meta["loaded"] = {"which": "best" if use_best else "last", "file": path.name,
                       "step": meta.get("best_step") if use_best else meta.get("step")}
     config = ModelConfig.from_dict(meta["model"])
@@ -230,7 +255,7 @@ def load_best_state(folder: Path, meta: Mapping[str, Any]) -> dict[str, torch.Te
     from safetensors.torch import load_file
 
     name = checkpoint_files(meta).get("best")
-    return None if name is None else load_file(str(Path(folder) / name))
+    return None if name is None else load_file(str(verified(folder, meta, name)))
 
 
 def load_resume_state(folder: Path, meta: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
@@ -239,6 +264,7 @@ def load_resume_state(folder: Path, meta: Mapping[str, Any] | None = None) -> di
     path = Path(folder) / checkpoint_files(meta)["optimizer"]
     if not path.exists():
         return None
+    verified(folder, meta, path.name)
     return torch.load(path, map_location="cpu", weights_only=True)  # plain tensors and numbers: no pickled code
 
 
