@@ -41,3 +41,17 @@ def test_atomic_files_get_the_permissions_of_a_plain_file(tmp_path):
     plain.write_text("{}")
     written = write_json(tmp_path / "atomic.json", {})
     assert stat.S_IMODE(os.stat(written).st_mode) == stat.S_IMODE(os.stat(plain).st_mode)
+
+
+def test_remove_temporaries_deletes_only_a_killed_writers_leftovers(tmp_path):
+    from imaginebench.fileio import remove_temporaries
+
+    target = tmp_path / "real-train.npz"
+    target.write_text("data")
+    leftovers = [tmp_path / ".real-train.npz.ab12cd.tmp", tmp_path / ".real-train.npz.x9.tmp.npz"]
+    keep = [tmp_path / ".real-train.npz.notes", tmp_path / ".other.npz.ab12.tmp", tmp_path / "real-train.npz.tmp"]
+    for p in leftovers + keep:
+        p.write_text("x")
+    assert sorted(remove_temporaries(target)) == sorted(leftovers)
+    assert all(p.exists() for p in keep) and target.read_text() == "data"
+    assert remove_temporaries(tmp_path / "missing" / "file") == []

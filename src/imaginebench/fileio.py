@@ -72,3 +72,16 @@ def check_writable(path: str | Path) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         code = errno.EROFS if os.statvfs(probe).f_flag & os.ST_RDONLY else errno.EACCES
         raise PermissionError(code, os.strerror(code), str(probe))
+
+
+def remove_temporaries(path: str | Path) -> list[Path]:
+    """Delete the temporary files :func:`atomic_path` left beside ``path`` when a writer was killed
+    before its rename (``.<name>.<random><suffix>``); returns what it removed.  Call it only where
+    no other process writes ``path`` at the same time (a dataset being rebuilt, a run one holds)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    stale = [p for p in path.parent.glob(f".{path.name}.*") if p.is_file() and ".tmp" in p.name[len(path.name) + 2:]]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale

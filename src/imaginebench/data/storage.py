@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from imaginebench.data.dataset import EpisodeDataset
-from imaginebench.fileio import atomic_path
+from imaginebench.fileio import atomic_path, remove_temporaries
 
 FORMAT_NAME = "imaginebench-episodes"
 SCHEMA_VERSION = 1
@@ -52,6 +52,7 @@ def save_dataset(dataset: EpisodeDataset, path: str | Path, overwrite: bool = Fa
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it.")
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(path)  # a killed earlier write's, never read as data
     arrays = {name: np.ascontiguousarray(getattr(dataset, name)) for name in EpisodeDataset.ARRAYS}
     manifest: dict[str, Any] = {
         "format": FORMAT_NAME,

@@ -24,7 +24,7 @@ from imaginebench.algos.registry import AlgoSpec, resolve
 from imaginebench.config import get_profile
 from imaginebench.domains.base import check_level, choice_error
 from imaginebench.errors import UsageError
-from imaginebench.fileio import atomic_path, check_writable
+from imaginebench.fileio import atomic_path, check_writable, remove_temporaries
 from imaginebench.evaluation.protocol import (
     LAST_CHECKPOINTS,
     Evaluator,
@@ -326,6 +326,8 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
     config = algo_spec.default_config(**dict(spec.algo_options))
     sources, weights, source_info = load_sources(spec, domain.env_id)
     check_writable(path)
+    for name in (CHECKPOINT_NAME, RECORD_NAME):  # temporaries of a killed earlier attempt
+        remove_temporaries(path / name)
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     source = MixedReplaySource(sources, weights, encoder=encoder, seed=spec.seed,

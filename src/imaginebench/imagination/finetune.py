@@ -313,6 +313,8 @@ def finetune(
     else:
         if overwrite and existing:
             ckpt.remove_checkpoint(out_dir)
+        # a log with no checkpoint is a killed attempt's: its steps run again, so they are not kept
+        (out_dir / ckpt.LOG).unlink(missing_ok=True)
         backbone = load_backbone(mcfg.backbone, num_layers=mcfg.num_layers)
         torch.manual_seed(tcfg.seed)  # after loading: a first smollm2 conversion draws random numbers
         model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, Normaliser.fit(real.states)).to(device)
