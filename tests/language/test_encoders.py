@@ -15,7 +15,7 @@ def test_minilm_encoder_embeds_and_caches(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(vecs[0], vecs[2])
     assert vecs[0] @ vecs[1] < 0.9
-    assert (tmp_path / "embeddings.npz").exists()
+    assert len(list(tmp_path.glob("shard-*.npz"))) == 1  # one batched call, one new shard
 
     # A fresh encoder on the same cache answers without loading the model.
     again = InstructionEncoder(MINILM, _minilm_dir(), cache_dir=tmp_path)
@@ -24,7 +24,8 @@ def test_minilm_encoder_embeds_and_caches(tmp_path):
 
 
 def test_damaged_cache_is_rebuilt(tmp_path):
-    (tmp_path / "embeddings.npz").write_bytes(b"garbage")
+    (tmp_path / "embeddings.npz").write_bytes(b"garbage")  # the single-file cache of earlier versions
+    (tmp_path / "shard-0.npz").write_bytes(b"garbage")
     enc = InstructionEncoder(MINILM, _minilm_dir(), cache_dir=tmp_path)
     assert enc.encode(["hello"]).shape == (1, 384)
 

@@ -198,6 +198,10 @@ class Domain(abc.ABC):
             raise choice_error(f"{self.env_id} task", name, sorted(pool))
         return pool[name]
 
+    def instruction_bank(self, level: str) -> tuple[str, ...]:
+        """Every phrasing an episode at ``level`` can be given (sorted, each once)."""
+        return tuple(sorted({text for task in self.tasks(level) for text in task.bank(level)}))
+
     def task_horizon(self, task: Task) -> int:
         return task.horizon if task.horizon is not None else self.horizon
 

@@ -33,7 +33,8 @@ class InstructionEmbedding(BenchmarkEnv):
     """Appends the sentence embedding of the episode's instruction to the state vector.
 
     Observation: ``state (D) ⊕ embedding (E)`` as float32.  The embedding is computed once
-    per episode (and cached on disk per string by the encoder).
+    per episode from the encoder's store; the first time a level is made, every phrasing of
+    the level is embedded in one batched call and stored.
     """
 
     def __init__(self, env: gym.Env, encoder: str | None = None) -> None:
@@ -41,6 +42,11 @@ class InstructionEmbedding(BenchmarkEnv):
         from imaginebench.language import get_encoder
 
         self.encoder = get_encoder(encoder)
+        unwrapped = env.unwrapped
+        if hasattr(unwrapped, "domain") and hasattr(unwrapped, "level") and hasattr(self.encoder, "prepare"):
+            # the level's whole bank in one batched call now, not one string per reset later
+            self.encoder.prepare(unwrapped.domain.instruction_bank(unwrapped.level),
+                                 what=f"{unwrapped.domain.env_id} {unwrapped.level}", progress=True)
         inner = env.observation_space
         dim = inner.shape[0] + self.encoder.dim
         high = np.full(dim, np.inf, dtype=np.float32)

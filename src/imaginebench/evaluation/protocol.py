@@ -126,7 +126,7 @@ class Evaluator:
             return
         unwrapped = self._envs[0].unwrapped
         try:
-            bank = sorted({s for t in unwrapped.domain.tasks(self.level) for s in t.bank(self.level)})
+            bank = list(unwrapped.domain.instruction_bank(self.level))
         except AttributeError:  # not an InstructionEnv: embed lazily
             return
         if bank:

