@@ -5,9 +5,9 @@
 """
 
 from imaginebench.domains.base import LEVELS, Task
-from imaginebench.envs.registry import ENV_IDS, make, register_envs
+from imaginebench.envs.registry import ENV_IDS, make, make_vec, register_envs
 
 __version__ = "0.1.0"
-__all__ = ["ENV_IDS", "LEVELS", "Task", "make", "__version__"]
+__all__ = ["ENV_IDS", "LEVELS", "Task", "make", "make_vec", "__version__"]
 
 register_envs()

@@ -5,6 +5,8 @@ Ids are registered by a loop over :data:`ENV_SPECS`; nothing is registered by ha
 
 from __future__ import annotations
 
+import functools
+
 import importlib
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from imaginebench.domains.base import check_level, choice_error
+from imaginebench.errors import UsageError
 
 NAMESPACE = "ImagineBench"
 
@@ -140,3 +143,40 @@ def make(
     if encode_instruction:
         return InstructionEmbedding(env, encoder=encoder)
     return BenchmarkEnv(env)
+
+
+def make_vec(
+    env_id: str,
+    num_envs: int = 1,
+    level: str = "train",
+    *,
+    vectorization_mode: str = "sync",
+    encode_instruction: bool = True,
+    encoder: str | None = None,
+    vector_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> gym.vector.VectorEnv:
+    """``num_envs`` copies of :func:`make`'s env as one ``gymnasium.vector`` env.
+
+    Args:
+        vectorization_mode: ``sync`` (one process) or ``async`` (one worker process per env).
+        encode_instruction: append each sub-env's instruction embedding, looked up for all
+            sub-envs in one batched call in this process (the workers never load an encoder);
+            observations equal the single env's for the same seeds.
+        vector_kwargs: passed to ``SyncVectorEnv`` / ``AsyncVectorEnv`` (e.g. ``autoreset_mode``).
+    """
+    from imaginebench.envs.wrappers import VectorInstructionEmbedding
+
+    spec = env_spec(env_id)
+    check_level(level)
+    if num_envs < 1:
+        raise UsageError(f"num_envs must be at least 1, got {num_envs}.")
+    modes = {"sync": gym.vector.SyncVectorEnv, "async": gym.vector.AsyncVectorEnv}
+    if vectorization_mode not in modes:
+        raise choice_error("vectorization mode", vectorization_mode, tuple(modes))
+    factory = functools.partial(make, spec.env_id, level, encode_instruction=False, **kwargs)
+    vec = modes[vectorization_mode]([factory] * num_envs, **(vector_kwargs or {}))
+    if not encode_instruction:
+        return vec
+    banks = load_domain(spec.env_id).instruction_bank(level)
+    return VectorInstructionEmbedding(vec, encoder=encoder, banks=banks)

@@ -64,3 +64,40 @@ class InstructionEmbedding(BenchmarkEnv):
 
     def _append(self, obs: np.ndarray) -> np.ndarray:
         return np.concatenate([np.asarray(obs, dtype=np.float32), self._embedding])
+
+
+class VectorInstructionEmbedding(gym.vector.VectorWrapper):
+    """The vector-env form of :class:`InstructionEmbedding`: sub-envs return raw states and their
+    ``info["instruction"]``; this wrapper looks the embeddings of all sub-envs up in one batched
+    call (the encoder's store) and appends them, so observations equal the single env's."""
+
+    def __init__(self, env: gym.vector.VectorEnv, encoder: str | None = None, banks: tuple[str, ...] = ()) -> None:
+        super().__init__(env)
+        from imaginebench.language import get_encoder
+
+        self.encoder = get_encoder(encoder)
+        if banks and hasattr(self.encoder, "prepare"):
+            self.encoder.prepare(banks, progress=True)
+        inner = env.single_observation_space
+        dim = inner.shape[0] + self.encoder.dim
+        high = np.full(dim, np.inf, dtype=np.float32)
+        self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, env.num_envs)
+        self._embeddings = np.zeros((env.num_envs, self.encoder.dim), dtype=np.float32)
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._append(obs, info), info
+
+    def step(self, actions: Any):
+        obs, rewards, terminations, truncations, info = self.env.step(actions)
+        return self._append(obs, info), rewards, terminations, truncations, info
+
+    def _append(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        texts = info.get("instruction")
+        if texts is not None:
+            fresh = np.asarray(info.get("_instruction", np.ones(len(texts), dtype=bool)), dtype=bool)
+            if fresh.any():
+                rows = np.flatnonzero(fresh)
+                self._embeddings[rows] = self.encoder.encode([str(texts[i]) for i in rows])
+        return np.concatenate([np.asarray(obs, dtype=np.float32), self._embeddings], axis=1)
