@@ -164,7 +164,7 @@ def check_contents(ds: EpisodeDataset, path: str | Path) -> None:
         fail("a reward is NaN or inf", int(episode_of_action[_first(~np.isfinite(ds.rewards))]))
     if "state_dim" in meta and ds.states.shape[1] != int(meta["state_dim"]):
         fail(f"states have {ds.states.shape[1]} values, the metadata's state_dim is {meta['state_dim']}", 0)
-    actions = ds.actions.reshape(len(ds.actions), -1)
+    actions = ds.actions.reshape(len(ds.actions), int(np.prod(ds.actions.shape[1:], dtype=np.int64)))
     if np.issubdtype(actions.dtype, np.floating) and not np.all(np.isfinite(actions)):
         fail("an action holds NaN or inf", int(episode_of_action[_first(~np.isfinite(actions).all(axis=1))]))
     if "action_dim" in meta and len(actions):

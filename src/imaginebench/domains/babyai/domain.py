@@ -65,8 +65,11 @@ class BabyAIDomain(Domain):
         # One-entry memo: in a rollout, this step's ``state`` is the last step's ``next_state``.
         key = (task.name, tuple(s), tuple(p.tolist()))
         before = self._last[1] if self._last is not None and self._last[0] == key else distance_fn(task.params, s, p)
-        after = 0.0 if success else distance_fn(task.params, ns, next_p)  # done: nothing left
-        self._last = ((task.name, tuple(ns), tuple(next_p.tolist())), after)
+        remaining = distance_fn(task.params, ns, next_p)
+        after = 0.0 if success else remaining  # done: nothing left
+        # the memo keeps the state's own distance, so a later transition from it reads the same
+        # number as a fresh call (storing the 0 of a success made rewards depend on call order)
+        self._last = ((task.name, tuple(ns), tuple(next_p.tolist())), remaining)
         shaping = S.SHAPING_SCALE * float(before - after)
         bonus = S.success_bonus(next_p[S.P_STEPS], self.task_horizon(task)) if success else 0.0
         return StepOutcome(
