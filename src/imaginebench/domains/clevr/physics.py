@@ -289,14 +289,24 @@ class TableView:
             self._renderer = None
 
 
+_PAIRS = np.triu_indices(N_BALLS, k=1)
+SAMPLE_BATCH = 8
+"""Candidate tables drawn per try by :func:`sample_positions` (about 61% are free of overlaps)."""
+
+
 def sample_positions(rng: np.random.Generator, gap: float = START_GAP) -> np.ndarray:
-    """Uniform non-overlapping ball centres on the table, as a state vector."""
+    """Ball centres uniform over the table, no two closer than ``2·radius + gap``, as a state vector.
+
+    Uniform over the allowed configurations: whole tables of five uniform centres are drawn
+    :data:`SAMPLE_BATCH` at a time and the first one with no overlap is kept (rejection sampling
+    of the joint configuration, vectorised; the first draw of a batch almost always fits).
+    """
     lo = np.array([TABLE_X[0], TABLE_Y[0]])
     hi = np.array([TABLE_X[1], TABLE_Y[1]])
-    min_dist = 2 * BALL_RADIUS + gap
-    placed: list[np.ndarray] = []
-    while len(placed) < N_BALLS:
-        p = rng.uniform(lo, hi)
-        if all(np.hypot(*(p - q)) >= min_dist for q in placed):
-            placed.append(p)
-    return np.concatenate(placed)
+    min_sq = (2 * BALL_RADIUS + gap) ** 2
+    while True:
+        tables = rng.uniform(lo, hi, size=(SAMPLE_BATCH, N_BALLS, 2))
+        diff = tables[:, _PAIRS[0]] - tables[:, _PAIRS[1]]
+        fits = np.flatnonzero(np.einsum("bpk,bpk->bp", diff, diff).min(axis=1) >= min_sq)
+        if fits.size:
+            return tables[fits[0]].reshape(-1)

@@ -265,7 +265,9 @@ def reward_terms(
     before = task_distance(family, params, state, start)
     after = task_distance(family, params, next_state, start)
     success = task_success(family, params, next_state, start)
-    return success, {
-        "shaping": SHAPING_SCALE * (before - after),
-        "success_bonus": SUCCESS_BONUS if success else 0.0,
-    }
+    return success, terms_from(before, after, success)
+
+
+def terms_from(before: float, after: float, success: bool) -> dict[str, float]:
+    """The reward terms of a transition from its task distances before and after and its success."""
+    return {"shaping": SHAPING_SCALE * (before - after), "success_bonus": SUCCESS_BONUS if success else 0.0}
