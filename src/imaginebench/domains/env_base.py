@@ -135,6 +135,12 @@ class InstructionEnv(gym.Env, abc.ABC):
     # ------------------------------------------------------------------ helpers
     def _check_action(self, action: Any) -> Any:
         if self.domain.discrete_actions:
+            if type(action) is int or type(action) is np.int64:  # the common case, without numpy calls
+                if not 0 <= action < self.domain.action_dim:
+                    raise ValueError(
+                        f"Action {action} out of range: valid actions are 0..{self.domain.action_dim - 1}."
+                    )
+                return int(action)
             a = np.asarray(action)
             if a.size != 1 or not np.issubdtype(a.dtype, np.integer) and float(a) != int(a):
                 raise ValueError(f"Expected one integer action, got {action!r}.")
