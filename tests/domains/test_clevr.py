@@ -467,3 +467,18 @@ def test_expert_solves_every_task(level, episodes):
         for ep in range(episodes):
             seeds = [1000 * i + 10 * ep + k for k in range(3)]
             assert _expert_solves(env, task, seeds), task
+
+
+def test_success_and_distance_in_one_pass_equals_the_two_functions():
+    from imaginebench.domains.clevr.success import success_and_distance, task_distance, task_success
+
+    domain = ClevrDomain()
+    rng = np.random.default_rng(5)
+    tasks = [t for lv in ("train", "easy", "hard") for t in domain.tasks(lv)]
+    for i in range(400):
+        task = tasks[i % len(tasks)]
+        start, state = sample_positions(rng), sample_positions(rng)
+        for s in (state, state.astype(np.float32)):  # datasets hold float32 states
+            got = success_and_distance(task.family, task.params, s, start)
+            assert got == (task_success(task.family, task.params, s, start),
+                           task_distance(task.family, task.params, s, start)), task.name

@@ -17,7 +17,7 @@ from imaginebench.domains.clevr.physics import (
     TABLE_Y,
     positions,
 )
-from imaginebench.domains.clevr.success import task_distance, task_success, terms_from
+from imaginebench.domains.clevr.success import success_and_distance, task_distance, task_success, terms_from
 from imaginebench.domains.clevr.tasks import build_tasks
 
 LEGAL_BOUND_TOLERANCE = 0.01
@@ -81,9 +81,8 @@ class ClevrDomain(Domain):
         key = (task.name, s.tobytes(), start.tobytes())
         memo = self._last_distance
         before = memo[1] if memo is not None and memo[0] == key else task_distance(task.family, task.params, s, start)
-        after = task_distance(task.family, task.params, ns, start)
+        success, after = success_and_distance(task.family, task.params, ns, start)
         self._last_distance = ((task.name, ns.tobytes(), key[2]), after)
-        success = task_success(task.family, task.params, ns, start)
         terms = terms_from(before, after, success)
         return StepOutcome(success=success, reward=terms["shaping"] + terms["success_bonus"], progress=progress,
                            terms=terms)
