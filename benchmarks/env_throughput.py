@@ -126,14 +126,18 @@ def babyai_bare(steps: int, seed: int = 0) -> dict[str, float]:
         import gymnasium as gym
         import minigrid  # noqa: F401
 
-        stock = gym.make("BabyAI-GoToLocal-v0")
-        stock.reset(seed=seed)
-        start = time.perf_counter()
-        for a in actions:
-            _, _, term, trunc, _ = stock.step(int(a) % stock.action_space.n)
-            if term or trunc:
-                stock.reset()
-        out["minigrid stock step"] = (time.perf_counter() - start) / steps * 1e6
+        import contextlib
+        import io
+
+        with contextlib.redirect_stdout(io.StringIO()):  # minigrid prints its rejected samples
+            stock = gym.make("BabyAI-GoToLocal-v0")
+            stock.reset(seed=seed)
+            start = time.perf_counter()
+            for a in actions:
+                _, _, term, trunc, _ = stock.step(int(a) % stock.action_space.n)
+                if term or trunc:
+                    stock.reset()
+            out["minigrid stock step"] = (time.perf_counter() - start) / steps * 1e6
         stock.close()
     except Exception as exc:  # noqa: BLE001
         print(f"(minigrid stock env not measured: {exc})")

@@ -51,11 +51,17 @@ class InstructionEmbedding(BenchmarkEnv):
         dim = inner.shape[0] + self.encoder.dim
         high = np.full(dim, np.inf, dtype=np.float32)
         self.observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
-        self._embedding = np.zeros(self.encoder.dim, dtype=np.float32)
+        self._state_dim = inner.shape[0]
+        self._template = np.zeros(dim, dtype=np.float32)
+        """The episode's observation with its embedding in place; each step copies it and writes the state."""
+
+    @property
+    def _embedding(self) -> np.ndarray:
+        return self._template[self._state_dim:]
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
-        self._embedding = self.encoder.encode([info["instruction"]])[0]
+        self._template[self._state_dim:] = self.encoder.encode([info["instruction"]])[0]
         return self._append(obs), info
 
     def step(self, action: Any):
@@ -63,7 +69,9 @@ class InstructionEmbedding(BenchmarkEnv):
         return self._append(obs), reward, terminated, truncated, info
 
     def _append(self, obs: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.asarray(obs, dtype=np.float32), self._embedding])
+        out = self._template.copy()
+        out[: self._state_dim] = obs
+        return out
 
 
 class VectorInstructionEmbedding(gym.vector.VectorWrapper):
@@ -84,6 +92,7 @@ class VectorInstructionEmbedding(gym.vector.VectorWrapper):
         self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, env.num_envs)
         self._embeddings = np.zeros((env.num_envs, self.encoder.dim), dtype=np.float32)
+        self._texts: list[str | None] = [None] * env.num_envs
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
@@ -96,8 +105,10 @@ class VectorInstructionEmbedding(gym.vector.VectorWrapper):
     def _append(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         texts = info.get("instruction")
         if texts is not None:
-            fresh = np.asarray(info.get("_instruction", np.ones(len(texts), dtype=bool)), dtype=bool)
-            if fresh.any():
-                rows = np.flatnonzero(fresh)
+            present = info.get("_instruction")
+            rows = [i for i in range(len(texts)) if (present is None or present[i]) and texts[i] != self._texts[i]]
+            if rows:  # only sub-envs whose instruction changed (a new episode with another phrasing)
                 self._embeddings[rows] = self.encoder.encode([str(texts[i]) for i in rows])
+                for i in rows:
+                    self._texts[i] = texts[i]
         return np.concatenate([np.asarray(obs, dtype=np.float32), self._embeddings], axis=1)
