@@ -55,10 +55,6 @@ class InstructionEmbedding(BenchmarkEnv):
         self._template = np.zeros(dim, dtype=np.float32)
         """The episode's observation with its embedding in place; each step copies it and writes the state."""
 
-    @property
-    def _embedding(self) -> np.ndarray:
-        return self._template[self._state_dim:]
-
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
         self._template[self._state_dim:] = self.encoder.encode([info["instruction"]])[0]
