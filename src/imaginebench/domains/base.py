@@ -86,7 +86,7 @@ class Task:
         return f"Task({self.name!r}, family={self.family!r}, level={self.level!r})"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepOutcome:
     """What the domain's pure functions say about one transition.
 
@@ -95,6 +95,8 @@ class StepOutcome:
         reward: total reward of the transition (sum of ``terms``).
         progress: the updated progress record (for staged/history-dependent tasks).
         terms: named reward terms, e.g. ``{"shaping": 0.1, "success_bonus": 1.0}``.
+
+    Not frozen: a frozen dataclass's ``__init__`` costs ~0.4 µs more, on every env step.
     """
 
     success: bool

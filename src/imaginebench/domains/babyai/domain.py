@@ -29,7 +29,8 @@ class BabyAIDomain(Domain):
 
     def __init__(self) -> None:
         super().__init__()
-        self._last: tuple[tuple, float] | None = None
+        self._last: tuple[str, list[float], list[float], float] | None = None
+        """(task name, state, progress, distance) of the latest next state (see :meth:`outcome`)."""
 
     def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
         return build_tasks()
@@ -58,24 +59,27 @@ class BabyAIDomain(Domain):
         # Plain lists: the rules read single entries, which is much faster than from numpy.
         s = np.asarray(state, dtype=np.float64).tolist()
         ns = np.asarray(next_state, dtype=np.float64).tolist()
-        p = np.asarray(progress, dtype=np.float64)
-        next_p = S.advance_progress(p, ns)
+        p = np.asarray(progress, dtype=np.float64).tolist()
+        next_p = S.advance_progress_list(p, ns)
         success_fn, distance_fn = S.RULES[task.family]
         success = bool(success_fn(task.params, s, ns, p, next_p))
         # One-entry memo: in a rollout, this step's ``state`` is the last step's ``next_state``.
-        key = (task.name, tuple(s), tuple(p.tolist()))
-        before = self._last[1] if self._last is not None and self._last[0] == key else distance_fn(task.params, s, p)
+        # It is keyed by the exact inputs and keeps the state's own distance, so a later
+        # transition from it reads the same number as a fresh call (storing the 0 of a success
+        # made rewards depend on call order).
+        last = self._last
+        if last is not None and last[0] == task.name and last[1] == s and last[2] == p:
+            before = last[3]
+        else:
+            before = distance_fn(task.params, s, p)
         remaining = distance_fn(task.params, ns, next_p)
-        after = 0.0 if success else remaining  # done: nothing left
-        # the memo keeps the state's own distance, so a later transition from it reads the same
-        # number as a fresh call (storing the 0 of a success made rewards depend on call order)
-        self._last = ((task.name, tuple(ns), tuple(next_p.tolist())), remaining)
-        shaping = S.SHAPING_SCALE * float(before - after)
+        self._last = (task.name, ns, next_p, remaining)
+        shaping = S.SHAPING_SCALE * float(before - (0.0 if success else remaining))  # done: nothing left
         bonus = S.success_bonus(next_p[S.P_STEPS], self.task_horizon(task)) if success else 0.0
         return StepOutcome(
             success=success,
             reward=shaping + bonus,
-            progress=next_p,
+            progress=np.array(next_p, dtype=np.float64),
             terms={"shaping": shaping, "success_bonus": bonus},
         )
 

@@ -49,6 +49,7 @@ P_STEPS, P_DOOR_OPENED, P_KEY_CARRIED = 0, 1, 2
 PROGRESS_DIM = 3
 
 COLOR_INDEX: dict[str, int] = {name: i for i, name in enumerate(L.COLOR_NAMES)}
+_KEY_CODE = L.CARRIED_CODE["key"]
 
 Params = Mapping[str, Any]
 State = Sequence[float]
@@ -109,12 +110,15 @@ def initial_progress(s0: State) -> np.ndarray:
     return p
 
 
-def advance_progress(progress: np.ndarray, next_state: State) -> np.ndarray:
-    p = np.array(progress, dtype=np.float64, copy=True)
-    p[P_STEPS] += 1.0
-    p[P_DOOR_OPENED] = max(p[P_DOOR_OPENED], float(door_state(next_state) == L.DOOR_OPEN))
-    p[P_KEY_CARRIED] = max(p[P_KEY_CARRIED], float(carried(next_state) == "key"))
-    return p
+def advance_progress(progress: Sequence[float], next_state: State) -> np.ndarray:
+    return np.array(advance_progress_list(list(progress), next_state), dtype=np.float64)
+
+
+def advance_progress_list(p: list[float], next_state: State) -> list[float]:
+    """:func:`advance_progress` on plain floats (the per-step path): a new list."""
+    opened = 1.0 if int(next_state[L.DOOR_STATE]) == L.DOOR_OPEN else 0.0
+    key = 1.0 if int(next_state[L.CARRIED_TYPE]) == _KEY_CODE else 0.0
+    return [float(p[P_STEPS]) + 1.0, max(float(p[P_DOOR_OPENED]), opened), max(float(p[P_KEY_CARRIED]), key)]
 
 
 def success_bonus(steps: float, horizon: int) -> float:
@@ -208,19 +212,48 @@ def next_to_cells(s: State, x: str, y: str) -> list[tuple[int, int]]:
     return [c for c in cells if L.is_interior(*c) and c not in taken]
 
 
+def _slots(x: str, y: str) -> tuple[int, int, int, int, int, int]:
+    z = next(n for n in L.OBJECT_TYPES if n not in (x, y))
+    return (L.OBJECT_SLOT[x], L.OBJECT_SLOT[y], L.OBJECT_SLOT[z],
+            L.CARRIED_CODE[x], L.CARRIED_CODE[y], L.CARRIED_CODE[z])
+
+
+_PUT_SLOTS = {(x, y): _slots(x, y) for x in L.OBJECT_TYPES for y in L.OBJECT_TYPES if x != y}
+"""(x, y) -> state slots of x, y and the third object z, and their carried codes."""
+_NEIGHBOURS = tuple(L.MOVES.values())
+
+
 def put_next_distance(params: Params, s, p) -> float:
-    x, y = params["object"], params["target"]
-    held = carried(s)
-    if held == y:  # put the target down first (about where it is)
-        return 1 + _reach(s, x) + 1 + 2
-    spots = next_to_cells(s, x, y)
-    if not spots:
-        return 1 + _fetch(s, x)
-    if held == x:
-        return min(manhattan(agent(s), c) for c in spots) + 1
-    if manhattan(position(s, x), position(s, y)) == 1:
+    """Steps until ``x`` lies next to ``y`` (both on the floor).
+
+    Plain arithmetic on the state's entries (this runs on every step); the free cells next to
+    ``y`` are those of :func:`next_to_cells`: interior, and not under the third object."""
+    xi, yi, zi, x_code, y_code, z_code = _PUT_SLOTS[params["object"], params["target"]]
+    code = int(s[L.CARRIED_TYPE])
+    held = code if 1 <= code <= len(L.OBJECT_TYPES) else L.NOTHING
+    ar, ac = int(s[L.AGENT_ROW]), int(s[L.AGENT_COL])
+    xr, xc = int(s[xi + 1]), int(s[xi + 2])
+    hands = 1 if held != L.NOTHING else 0
+    if held == y_code:  # put the target down first (about where it is)
+        return 1 + abs(ar - xr) + abs(ac - xc) + 1 + 2
+    fetch = 0 if held == x_code else hands + abs(ar - xr) + abs(ac - xc) + 1
+    yr, yc = int(s[yi + 1]), int(s[yi + 2])
+    zr, zc = (-1, -1) if held == z_code else (int(s[zi + 1]), int(s[zi + 2]))
+    r, c = (ar, ac) if held == x_code else (xr, xc)
+    best = -1
+    for dr, dc in _NEIGHBOURS:
+        cr, cc = yr + dr, yc + dc
+        if L.INTERIOR_MIN <= cr <= L.INTERIOR_MAX and L.INTERIOR_MIN <= cc <= L.INTERIOR_MAX and (cr != zr or cc != zc):
+            d = abs(r - cr) + abs(c - cc)
+            if best < 0 or d < best:
+                best = d
+    if best < 0:  # no free cell next to y
+        return 1 + fetch
+    if held == x_code:
+        return best + 1
+    if abs(xr - yr) + abs(xc - yc) == 1:
         return 0
-    return _fetch(s, x) + min(manhattan(position(s, x), c) for c in spots) + 1
+    return fetch + best + 1
 
 
 # ---------------------------------------------------------------- easy families
