@@ -16,7 +16,9 @@ def build_context(source: MixedReplaySource, batch_size: int, standardize: str =
 
 def build_algorithm(config: AlgoConfig, source: MixedReplaySource, batch_size: int, standardize: str = "all",
                     device: str = "cpu:0"):
-    """A d3rlpy algorithm with its networks created (seed torch first for reproducible weights)."""
+    """A d3rlpy algorithm with its networks created and attached to ``source``'s data (seed torch
+    first for reproducible weights)."""
     algo = config.create(build_context(source, batch_size, standardize, device))
     algo.create_impl((source.observation_dim,), source.action_size)
+    config.attach(algo, source)
     return algo

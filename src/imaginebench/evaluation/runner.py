@@ -377,8 +377,6 @@ def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
     import torch
     from tqdm.auto import tqdm
 
-    from imaginebench.algos.sampler import fast_update
-
     spec, source, algo = run.spec, run.source, run.algo
     torch.set_rng_state(run.generator.get_state())
     label = f"{run.domain.env_id} {run.algo_spec.name} {spec.level}/{spec.data_tag} seed {spec.seed}"
@@ -389,7 +387,7 @@ def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
             chunk = _next_chunk(spec, run.step)
             t0 = time.perf_counter()
             for _ in range(chunk):
-                loss = fast_update(algo, source.sample_transition_batch(spec.batch))
+                loss = run.config.update(algo, source, spec.batch)
             run.elapsed["train"] += time.perf_counter() - t0
             run.step += chunk
             bar.update(chunk)

@@ -125,6 +125,19 @@ class AlgoConfig:
             raise UsageError(f"{type(self).__name__} needs {kind} actions.")
         return self.d3rlpy_config(ctx).create(device=ctx.device)
 
+    def attach(self, algo, source) -> None:
+        """Give the built ``algo`` what it needs from the run's data before training (e.g. PRDC's
+        neighbour index over every transition of ``source``, real and imaginary).  Called by
+        :func:`imaginebench.algos.factory.build_algorithm`; nothing by default."""
+
+    def update(self, algo, source, batch_size: int) -> dict[str, float]:
+        """One gradient step of ``algo`` on a batch drawn from ``source`` (a
+        :class:`~imaginebench.algos.sampler.MixedReplaySource`); returns the losses.  The default
+        draws a transition batch; algorithms that learn from other batches override it."""
+        from imaginebench.algos.sampler import fast_update
+
+        return fast_update(algo, source.sample_transition_batch(batch_size))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly field values (for run records)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
