@@ -26,14 +26,14 @@ def test_every_algorithm_builds_and_updates(name):
     import torch
 
     from imaginebench.algos.factory import build_algorithm
-    from imaginebench.algos.sampler import fast_update
 
     spec = get_spec(name)
     source = _source(spec.discrete)
     torch.manual_seed(0)
-    algo = build_algorithm(spec.default_config(**TINY), source, batch_size=8)
+    config = spec.default_config(**TINY)
+    algo = build_algorithm(config, source, batch_size=8)
     for _ in range(3):
-        loss = fast_update(algo, source.sample_transition_batch(8))
+        loss = config.update(algo, source, 8)
     assert loss and all(np.isfinite(v) for v in loss.values())
     actions = algo.predict(source.sample_transition_batch(4).observations)
     if spec.discrete:

@@ -1,6 +1,6 @@
 """The algorithm registry: a name -> :class:`AlgoSpec` dict and :func:`register`.
 
-Names: ``bc``, ``cql``, ``bcq``, ``td3bc``, ``sac``, ``iql`` (continuous actions) and
+Names: ``bc``, ``cql``, ``bcq``, ``td3bc``, ``sac``, ``iql``, ``rebrac``, ``calql`` (continuous actions) and
 ``discrete_bc``, ``discrete_cql``, ``discrete_bcq``, ``discrete_sac`` (discrete actions).
 
 A family name also works on a domain of the other action kind when the family has a version
@@ -19,12 +19,14 @@ from imaginebench.algos.configs import (
     AlgoConfig,
     BCConfig,
     BCQConfig,
+    CalQLConfig,
     CQLConfig,
     DiscreteBCConfig,
     DiscreteBCQConfig,
     DiscreteCQLConfig,
     DiscreteSACConfig,
     IQLConfig,
+    ReBRACConfig,
     SACConfig,
     TD3PlusBCConfig,
 )
@@ -79,6 +81,8 @@ for _spec in (
     AlgoSpec("td3bc", "td3bc", "TD3+BC", TD3PlusBCConfig),
     AlgoSpec("sac", "sac", "SAC", SACConfig),
     AlgoSpec("iql", "iql", "IQL", IQLConfig),
+    AlgoSpec("rebrac", "rebrac", "ReBRAC", ReBRACConfig),
+    AlgoSpec("calql", "calql", "Cal-QL", CalQLConfig),
     AlgoSpec("discrete_bc", "bc", "BC", DiscreteBCConfig),
     AlgoSpec("discrete_cql", "cql", "CQL", DiscreteCQLConfig),
     AlgoSpec("discrete_bcq", "bcq", "BCQ", DiscreteBCQConfig),

@@ -174,6 +174,7 @@ class MixedReplaySource(ReplayBufferBase):
         else:
             self.action_size = int(self._actions.shape[1])
         self.rng = np.random.default_rng(seed)
+        self._returns_cache: dict[float, np.ndarray] = {}
         self._slot_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._intervals = np.ones((0, 1), dtype=np.float32)
 
@@ -230,6 +231,26 @@ class MixedReplaySource(ReplayBufferBase):
             intervals=self._intervals[:n],
             transitions=(),
         )
+
+    def returns_to_go(self, gamma: float) -> np.ndarray:
+        """``(M, 1)`` float32: each transition's discounted return from its step to the end of its
+        episode, ``r_t + γ r_{t+1} + …`` (Monte-Carlo returns, what Cal-QL calibrates against;
+        a time-limited episode's return stops at its last step).  Computed once per ``γ``."""
+        gamma = float(gamma)
+        if gamma not in self._returns_cache:
+            m = len(self._obs_rows)
+            last = np.ones(m, dtype=bool)  # an episode's transitions have consecutive state rows
+            last[:-1] = self._obs_rows[1:] != self._obs_rows[:-1] + 1
+            ends = np.flatnonzero(last)
+            to_end = ends[np.searchsorted(ends, np.arange(m))] - np.arange(m)  # steps left after t
+            order = np.argsort(to_end, kind="stable")
+            bounds = np.searchsorted(to_end[order], np.arange(int(to_end.max()) + 2))
+            g = self._rewards[:, 0].astype(np.float64)
+            for k in range(1, int(to_end.max()) + 1):  # all steps k before an episode's end at once
+                idx = order[bounds[k]:bounds[k + 1]]
+                g[idx] += gamma * g[idx + 1]
+            self._returns_cache[gamma] = g.astype(np.float32).reshape(-1, 1)
+        return self._returns_cache[gamma]
 
     def sample_transition_batch(self, batch_size: int) -> TransitionMiniBatch:
         return self.batch_from_indices(self.sample_indices(batch_size))
@@ -378,12 +399,14 @@ def to_d3rlpy_buffer(dataset: EpisodeDataset, encoder: Encoder | None = None, *,
     return ReplayBuffer(InfiniteBuffer(), episodes=episodes, **kwargs)
 
 
-def torch_batch(batch: TransitionMiniBatch, algo):
+def torch_batch(batch: TransitionMiniBatch, algo, returns_to_go: np.ndarray | None = None):
     """``batch`` as the ``TorchMiniBatch`` that ``algo.update`` would build, without copying.
 
     d3rlpy's ``update`` copies every array into a new tensor; our batches are fresh arrays
     that nothing else holds, so ``torch.from_numpy`` can share their memory.  The algorithm's
-    scalers are applied exactly as d3rlpy applies them.
+    scalers are applied exactly as d3rlpy applies them.  ``returns_to_go`` (``(B, 1)``, from
+    :meth:`MixedReplaySource.returns_to_go`) fills the field d3rlpy computes transition by
+    transition for algorithms that need it (Cal-QL); zeros otherwise, as d3rlpy.
     """
     import torch
     from d3rlpy.torch_utility import TorchMiniBatch
@@ -403,19 +426,21 @@ def torch_batch(batch: TransitionMiniBatch, algo):
     if config.reward_scaler is not None:
         rewards = config.reward_scaler.transform(rewards)
     return TorchMiniBatch(observations=obs, actions=actions, rewards=rewards, next_observations=next_obs,
-                          next_actions=next_actions, returns_to_go=torch.zeros_like(rewards),
+                          next_actions=next_actions,
+                          returns_to_go=torch.zeros_like(rewards) if returns_to_go is None else tensor(returns_to_go),
                           terminals=tensor(batch.terminals), intervals=tensor(batch.intervals), device=device,
                           numpy_batch=batch)
 
 
-def fast_update(algo, batch: TransitionMiniBatch) -> dict[str, float]:
+def fast_update(algo, batch: TransitionMiniBatch, returns_to_go: np.ndarray | None = None) -> dict[str, float]:
     """One gradient step, equivalent to ``algo.update(batch)`` but without d3rlpy's tensor copies.
 
-    Not for algorithms that need returns-to-go (none of the registered ones does).
+    Algorithms that need returns-to-go (Cal-QL) take them as ``returns_to_go``; without them
+    this falls back to d3rlpy's own ``update``.
     """
-    if algo.need_returns_to_go:
+    if algo.need_returns_to_go and returns_to_go is None:
         return algo.update(batch)
     step = algo.grad_step
-    loss = algo.impl.update(torch_batch(batch, algo), step)
+    loss = algo.impl.update(torch_batch(batch, algo, returns_to_go), step)
     algo.set_grad_step(step + 1)
     return loss

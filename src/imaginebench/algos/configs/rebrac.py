@@ -1,0 +1,65 @@
+"""ReBRAC (continuous actions only).
+
+Tarasov et al., "Revisiting the Minimalist Approach to Offline Reinforcement Learning",
+NeurIPS 2023.  TD3+BC with the behaviour-cloning penalty in both the actor loss (β₁) and the
+critic's target (β₂), larger batches and learning rates.  The implementation is d3rlpy's
+``ReBRAC``.
+
+Defaults are d3rlpy's, which are the paper's D4RL-locomotion values (learning rates 1e-3,
+β₁ = 0.001, β₂ = 0.01, γ = 0.99, τ = 0.005, policy noise 0.2 clipped at 0.5, actor every 2
+critic steps), with two differences: the batch is the profile's (the paper and d3rlpy use 1,024;
+set ``batch_size=1024`` to match), so that every algorithm of a table sees the same number of
+transitions per step; and the networks are our 256×2 MLPs over state ⊕ instruction embedding —
+the paper's critic has 3 layers with LayerNorm, which our encoder factory does not add.  The
+paper tunes β₁, β₂ per dataset; ours are one setting for every domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from imaginebench.algos.configs.base import AlgoConfig, BuildContext
+
+
+@dataclass(frozen=True)
+class ReBRACConfig(AlgoConfig):
+    """TD3 with behaviour-cloning penalties on the actor and on the critic's target.
+
+    Attributes:
+        actor_learning_rate: policy learning rate.
+        critic_learning_rate: Q-function learning rate.
+        tau: soft target-update rate.
+        n_critics: Q-functions in the ensemble.
+        target_smoothing_sigma: std of the noise added to target actions.
+        target_smoothing_clip: clip of that noise.
+        actor_beta: β₁, weight of ``‖π(s) − a‖²`` in the actor loss.
+        critic_beta: β₂, weight of ``‖π(s') − a'‖²`` subtracted from the critic's target.
+        update_actor_interval: critic steps per actor (and target) update.
+    """
+
+    discrete: ClassVar[bool] = False
+    paper: ClassVar[str] = "Tarasov et al., NeurIPS 2023"
+
+    actor_learning_rate: float = 1e-3
+    critic_learning_rate: float = 1e-3
+    tau: float = 0.005
+    n_critics: int = 2
+    target_smoothing_sigma: float = 0.2
+    target_smoothing_clip: float = 0.5
+    actor_beta: float = 0.001
+    critic_beta: float = 0.01
+    update_actor_interval: int = 2
+
+    def d3rlpy_config(self, ctx: BuildContext):
+        from imaginebench.algos._d3rlpy import load
+
+        enc = self.encoder_factory(ctx)
+        return load().algos.ReBRACConfig(
+            **self.common_kwargs(ctx), actor_learning_rate=self.actor_learning_rate,
+            critic_learning_rate=self.critic_learning_rate, actor_encoder_factory=enc, critic_encoder_factory=enc,
+            tau=self.tau, n_critics=self.n_critics, target_smoothing_sigma=self.target_smoothing_sigma,
+            target_smoothing_clip=self.target_smoothing_clip, actor_beta=self.actor_beta,
+            critic_beta=self.critic_beta, update_actor_interval=self.update_actor_interval,
+            **self.optimizers("actor_optim_factory", "critic_optim_factory"),
+        )
