@@ -1,0 +1,635 @@
+"""COMBO on d3rlpy's classes: a learned dynamics ensemble, model rollouts and a conservative critic.
+
+Yu, Kumar, Rafailov, Rajeswaran, Levine & Finn, "COMBO: Conservative Offline Model-Based Policy
+Optimization", NeurIPS 2021.  No package that installs beside our pins ships COMBO, so it is
+built here on d3rlpy 2.8's CQL (:class:`COMBOImpl` subclasses ``CQLImpl``)::
+
+    every transition of the source (real + imaginary)
+        └─ fit once ─> GaussianEnsemble: 7 members, 5 elites, (obs, action) -> N(Δstate, reward) + terminal
+    every ``rollout_freq`` steps: source states ─ policy sample, random elite, h steps ─> ModelBuffer (FIFO)
+    every step: batch = (f·B source transitions) ⊕ ((1 − f)·B model transitions)
+        critic: TD loss on the whole batch (CQL's backup)
+                + β·( mean_{s ~ model} log Σ_a exp Q(s, a)  −  mean_{(s, a) ~ source} Q(s, a) )
+        actor, temperature: SAC on the whole batch
+
+The log-sum-exp is CQL's importance-sampled estimate (uniform actions, and policy actions at
+``s`` and ``s'``), taken over the model rows of the batch only: Q is pushed down on model-rollout
+states and up on the data's state-action pairs.  β is fixed (no Lagrangian), as in the paper.
+
+Observations are ``state ⊕ instruction embedding``; the ensemble reads the whole observation
+(the reward depends on the instruction) and the action, predicts the change of the state part
+and the reward, and the embedding is carried over unchanged.  The model buffer stores states
+and instruction ids, not embeddings.  Our episodes terminate on success, so each member also has
+a terminal logit (cross-entropy, beside the Gaussian NLL): a model sample is terminal when its
+member's logit is positive, and terminal samples end their rollout (MOPO/COMBO use hand-written
+termination rules of the D4RL tasks instead; ours depend on the task behind an instruction).
+
+Everything lives in the impl's modules, so ``impl.save_model``/``load_model`` (and the runner's
+checkpoints) hold the ensemble, its normalisers, elites and "trained" flag, and the model
+buffer: a resumed run skips the dynamics fit and continues with the same buffer.  The fit runs
+lazily in the first update whose ensemble is untrained.  All randomness (fit shuffles, elite
+choice, model and policy noise, buffer sampling) comes from torch's global CPU generator, and
+rollout start states from the source's ``rng`` — both restored from a checkpoint by the runner.
+:meth:`COMBO.save` (the final ``model.d3``) leaves the model buffer out: it is training state,
+often hundreds of MB, and a reloaded model refills it at its next update.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+
+from imaginebench.algos._d3rlpy import load as _load_d3rlpy
+
+_load_d3rlpy()
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from d3rlpy.base import DeviceArg, LearnableConfig, register_learnable  # noqa: E402
+from d3rlpy.constants import ActionSpace  # noqa: E402
+from d3rlpy.dataset import TransitionMiniBatch  # noqa: E402
+from d3rlpy.models.builders import create_continuous_q_function, create_normal_policy, create_parameter  # noqa: E402
+from d3rlpy.models.encoders import EncoderFactory, make_encoder_field  # noqa: E402
+from d3rlpy.models.q_functions import QFunctionFactory, make_q_func_field  # noqa: E402
+from d3rlpy.algos.qlearning.base import QLearningAlgoBase  # noqa: E402
+from d3rlpy.algos.qlearning.torch.cql_impl import CQLImpl, CQLModules  # noqa: E402
+from d3rlpy.optimizers.optimizers import OptimizerFactory, make_optimizer_field  # noqa: E402
+from d3rlpy.torch_utility import TorchMiniBatch  # noqa: E402
+from d3rlpy.types import Shape, TorchObservation  # noqa: E402
+from torch import nn  # noqa: E402
+
+from imaginebench.algos.sampler import torch_batch  # noqa: E402
+
+ALGO_TYPE = "imaginebench_combo"
+MIN_STD = 1e-6
+"""Floor of a normaliser column's std.  A constant input column is divided by 1 (its float noise
+is not amplified); a constant target column by ``MIN_STD``, so that the model's noise, drawn in
+normalised units, stays negligible in data units (a Δ of a constant state column stays ~0)."""
+IMPROVEMENT = 0.01
+"""Relative drop of a member's validation MSE that counts as progress for early stopping (MBPO)."""
+
+
+# ---------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class TransitionTable:
+    """Transitions as index tables on one device, in :class:`MixedReplaySource`'s layout::
+
+        states (R, S)  obs_rows (N,)  instr (N,) -> embeddings (K, E)
+        actions (N, A)  rewards, terminals (N, 1)        s' of transition i = states[obs_rows[i] + 1]
+    """
+
+    states: torch.Tensor
+    obs_rows: torch.Tensor
+    instr: torch.Tensor
+    embeddings: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    terminals: torch.Tensor
+
+    @classmethod
+    def from_source(cls, source: Any, device: str) -> "TransitionTable":
+        """The arrays of a :class:`~imaginebench.algos.sampler.MixedReplaySource` (shared, not copied, on CPU)."""
+        def t(a: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.as_tensor(a).to(device=device, dtype=dtype)
+
+        return cls(states=t(source._states), obs_rows=t(source._obs_rows, torch.long),
+                   instr=t(source._instr, torch.long), embeddings=t(source.embeddings), actions=t(source._actions),
+                   rewards=t(source._rewards), terminals=t(source._terminals))
+
+    def __len__(self) -> int:
+        return int(self.obs_rows.shape[0])
+
+    @property
+    def state_dim(self) -> int:
+        return int(self.states.shape[1])
+
+    def observations(self, states: torch.Tensor, instr: torch.Tensor) -> torch.Tensor:
+        """``state ⊕ embedding`` rows."""
+        return torch.cat([states, self.embeddings[instr]], dim=1)
+
+    def gather(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Model inputs ``obs ⊕ action``, targets ``Δstate ⊕ reward`` and terminals of transitions ``idx``."""
+        rows = self.obs_rows[idx]
+        s = self.states[rows]
+        x = torch.cat([s, self.embeddings[self.instr[idx]], self.actions[idx]], dim=1)
+        y = torch.cat([self.states[rows + 1] - s, self.rewards[idx]], dim=1)
+        return x, y, self.terminals[idx]
+
+
+# ---------------------------------------------------------------------------- dynamics
+@dataclass(frozen=True)
+class DynamicsFit:
+    """What one ensemble fit did.
+
+    Attributes:
+        epochs: passes over the training split.
+        val_mse: each member's validation MSE (normalised targets) with its best weights.
+        holdout: transition indices of the validation split.
+        elites: the members kept, best first.
+    """
+
+    epochs: int
+    val_mse: np.ndarray
+    holdout: np.ndarray
+    elites: np.ndarray
+
+
+class GaussianEnsemble(nn.Module):
+    """Probabilistic dynamics ensemble (PETS/MBPO): each member an MLP with SiLU (swish) hidden
+    layers giving a Gaussian over normalised targets and a terminal logit.
+
+    Members are batched: layer ``l`` is one ``(members, in, out)`` weight tensor and a forward
+    pass is a chain of ``baddbmm``.  The log-variance is squashed between learned soft bounds
+    ``min_logvar < logvar < max_logvar`` (MBPO).  Inputs and targets are standardised with
+    buffers set from the training data by :meth:`fit`; :attr:`elites` and :attr:`trained` are
+    buffers too, so a checkpoint carries them.
+    """
+
+    def __init__(self, n_members: int, n_elites: int, in_dim: int, out_dim: int,
+                 hidden_units: Sequence[int]) -> None:
+        super().__init__()
+        if not 0 < n_elites <= n_members:
+            raise ValueError(f"Need 0 < elites <= members, got {n_elites} elites of {n_members}.")
+        self.n_members, self.n_elites, self.in_dim, self.out_dim = n_members, n_elites, in_dim, out_dim
+        dims = [in_dim, *hidden_units, 2 * out_dim + 1]
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for fan_in, fan_out in zip(dims[:-1], dims[1:]):
+            std = 1.0 / (2.0 * math.sqrt(fan_in))  # MBPO's truncated-normal initialisation
+            w = torch.empty(n_members, fan_in, fan_out)
+            nn.init.trunc_normal_(w, std=std, a=-2 * std, b=2 * std)
+            self.weights.append(nn.Parameter(w))
+            self.biases.append(nn.Parameter(torch.zeros(n_members, 1, fan_out)))
+        self.max_logvar = nn.Parameter(torch.full((n_members, 1, out_dim), 0.5))
+        self.min_logvar = nn.Parameter(torch.full((n_members, 1, out_dim), -10.0))
+        self.register_buffer("in_mean", torch.zeros(in_dim))
+        self.register_buffer("in_std", torch.ones(in_dim))
+        self.register_buffer("out_mean", torch.zeros(out_dim))
+        self.register_buffer("out_std", torch.ones(out_dim))
+        self.register_buffer("elites", torch.arange(n_elites))
+        self.register_buffer("trained", torch.zeros((), dtype=torch.bool))
+
+    def forward(self, x: torch.Tensor, members: Optional[torch.Tensor] = None
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Raw inputs ``(k, n, in)`` for ``members`` (all when ``None``) -> normalised means and
+        log-variances ``(k, n, out)`` and terminal logits ``(k, n, 1)``."""
+        h = (x - self.in_mean) / self.in_std
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if members is not None:
+                w, b = w[members], b[members]
+            h = torch.baddbmm(b, h, w)
+            if i < last:
+                h = F.silu(h)
+        d = self.out_dim
+        hi, lo = (self.max_logvar, self.min_logvar) if members is None else (
+            self.max_logvar[members], self.min_logvar[members])
+        logvar = hi - F.softplus(hi - h[..., d:2 * d])
+        logvar = lo + F.softplus(logvar - lo)
+        return h[..., :d], logvar, h[..., 2 * d:]
+
+    def normalised_targets(self, y: torch.Tensor) -> torch.Tensor:
+        return (y - self.out_mean) / self.out_std
+
+    @torch.no_grad()
+    def validation_mse(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Each member's MSE of its mean on ``(x, y)`` in normalised target units, shape ``(members,)``."""
+        mean, _, _ = self(x.expand(self.n_members, -1, -1))
+        return ((mean - self.normalised_targets(y)) ** 2).mean(dim=(1, 2))
+
+    @torch.no_grad()
+    def _set_normalisers(self, data: TransitionTable, idx: torch.Tensor) -> None:
+        sums = [torch.zeros(self.in_dim, dtype=torch.float64, device=idx.device) for _ in range(2)]
+        sums += [torch.zeros(self.out_dim, dtype=torch.float64, device=idx.device) for _ in range(2)]
+        for chunk in idx.split(65536):
+            x, y, _ = data.gather(chunk)
+            x, y = x.double(), y.double()
+            for acc, v in zip(sums, (x.sum(0), (x * x).sum(0), y.sum(0), (y * y).sum(0))):
+                acc += v
+        n = len(idx)
+        for (s, ss), mean_buf, std_buf, floor in ((sums[:2], self.in_mean, self.in_std, 1.0),
+                                                  (sums[2:], self.out_mean, self.out_std, MIN_STD)):
+            mean = s / n
+            std = (ss / n - mean * mean).clamp_min(0.0).sqrt()
+            std[std < MIN_STD] = floor
+            mean_buf.copy_(mean.float())
+            std_buf.copy_(std.float())
+
+    def fit(self, data: TransitionTable, *, learning_rate: float = 1e-3, batch_size: int = 256,
+            weight_decay: Sequence[float] = (2.5e-5, 5e-5, 7.5e-5, 7.5e-5, 1e-4), holdout_ratio: float = 0.2,
+            max_holdout: int = 1000, patience: int = 5, max_epochs: Optional[int] = None) -> DynamicsFit:
+        """Fit every member by Gaussian NLL (+ terminal cross-entropy) on a random training split,
+        each member on its own shuffle; stop when no member's validation MSE improved by 1% for
+        ``patience`` epochs (or after ``max_epochs``); keep each member's best weights and the
+        ``n_elites`` members with the lowest validation MSE."""
+        if len(weight_decay) != len(self.weights):
+            raise ValueError(f"weight_decay needs one value per layer ({len(self.weights)}), got {len(weight_decay)}.")
+        n = len(data)
+        if n < 2:
+            raise ValueError(f"The dynamics model needs at least 2 transitions, got {n}.")
+        device = self.in_mean.device
+        perm = torch.randperm(n).to(device)
+        n_hold = min(max_holdout, max(1, int(n * holdout_ratio)), n - 1)
+        hold, train = perm[:n_hold], perm[n_hold:]
+        self._set_normalisers(data, train)
+        xh, yh, _ = data.gather(hold)
+        optim = torch.optim.Adam(self.parameters(), lr=learning_rate)
+        best_mse = torch.full((self.n_members,), math.inf, device=device)
+        best = [p.detach().clone() for p in self.parameters()]
+        epochs = since = 0
+        m = self.n_members
+        while True:
+            order = torch.rand(m, len(train)).argsort(dim=1).to(device)
+            for start in range(0, len(train), batch_size):
+                idx = train[order[:, start:start + batch_size]]  # (members, b)
+                x, y, t = data.gather(idx.reshape(-1))
+                b = idx.shape[1]
+                mean, logvar, logit = self(x.view(m, b, -1))
+                err = (mean - self.normalised_targets(y.view(m, b, -1))) ** 2
+                nll = (err * torch.exp(-logvar) + logvar).mean(dim=(1, 2)).sum()
+                bce = m * F.binary_cross_entropy_with_logits(logit, t.view(m, b, 1))  # sum of member means
+                decay = sum(0.5 * wd * (w * w).sum() for wd, w in zip(weight_decay, self.weights))
+                bounds = 0.01 * (self.max_logvar.sum() - self.min_logvar.sum())
+                optim.zero_grad()
+                (nll + bce + decay + bounds).backward()
+                optim.step()
+            epochs += 1
+            mse = self.validation_mse(xh, yh)
+            improved = mse < best_mse * (1.0 - IMPROVEMENT)
+            with torch.no_grad():
+                for kept, p in zip(best, self.parameters()):
+                    kept[improved] = p[improved]
+            best_mse = torch.where(improved, mse, best_mse)
+            since = 0 if bool(improved.any()) else since + 1
+            if since >= patience or (max_epochs is not None and epochs >= max_epochs):
+                break
+        with torch.no_grad():
+            for kept, p in zip(best, self.parameters()):
+                p.copy_(kept)
+        mse = self.validation_mse(xh, yh)
+        self.elites.copy_(torch.argsort(mse, stable=True)[: self.n_elites])
+        self.trained.fill_(True)
+        return DynamicsFit(epochs=epochs, val_mse=mse.cpu().numpy(), holdout=hold.cpu().numpy(),
+                           elites=self.elites.cpu().numpy())
+
+    @torch.no_grad()
+    def sample(self, x: torch.Tensor, member: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One draw per row of raw inputs ``x`` from member ``member[row]`` with standard normal
+        ``noise`` ``(n, out)``: targets in data units ``(n, out)`` and terminal flags ``(n, 1)``."""
+        out = torch.empty(len(x), self.out_dim, device=x.device)
+        terminal = torch.empty(len(x), 1, dtype=torch.bool, device=x.device)
+        for m in member.unique().tolist():  # sorted: the same order every time
+            sel = (member == m).nonzero(as_tuple=True)[0]
+            mean, logvar, logit = self(x[sel][None], torch.tensor([m], device=x.device))
+            y = mean[0] + torch.exp(0.5 * logvar[0]) * noise[sel]
+            out[sel] = y * self.out_std + self.out_mean
+            terminal[sel] = logit[0] > 0
+        return out, terminal
+
+
+# ---------------------------------------------------------------------------- model buffer
+class ModelBuffer(nn.Module):
+    """FIFO buffer of model transitions (states and instruction ids, not embeddings).
+
+    Its tensors grow to ``capacity`` and then overwrite the oldest rows; they are module
+    buffers of their current length, so a checkpoint holds exactly what was generated and
+    loading resizes them.
+    """
+
+    FIELDS = ("states", "actions", "rewards", "next_states", "terminals", "instr")
+
+    def __init__(self, capacity: int, state_dim: int, action_size: int) -> None:
+        super().__init__()
+        if capacity <= 0:
+            raise ValueError(f"Model buffer capacity must be positive, got {capacity}.")
+        self.capacity = capacity
+        shapes = {"states": (state_dim,), "actions": (action_size,), "rewards": (1,), "next_states": (state_dim,),
+                  "terminals": (1,), "instr": ()}
+        for name, shape in shapes.items():
+            self.register_buffer(name, torch.zeros((0, *shape), dtype=torch.long if name == "instr" else torch.float32))
+        self.register_buffer("cursor", torch.zeros((), dtype=torch.long))
+
+    def __len__(self) -> int:
+        return int(self.states.shape[0])
+
+    @torch.no_grad()
+    def add(self, **rows: torch.Tensor) -> None:
+        """Append rows (one tensor per field), overwriting the oldest once full."""
+        k = len(rows["states"])
+        if k >= self.capacity:
+            for name in self.FIELDS:
+                setattr(self, name, rows[name][-self.capacity:].clone())
+            self.cursor.zero_()
+            return
+        free = self.capacity - len(self)
+        if free:
+            for name in self.FIELDS:
+                setattr(self, name, torch.cat([getattr(self, name), rows[name][:free]]))
+        rest = k - min(free, k)
+        if rest:
+            pos = (int(self.cursor) + torch.arange(rest, device=self.states.device)) % self.capacity
+            for name in self.FIELDS:
+                getattr(self, name)[pos] = rows[name][k - rest:]
+            self.cursor.fill_((int(self.cursor) + rest) % self.capacity)
+
+    def sample(self, n: int) -> dict[str, torch.Tensor]:
+        """``n`` rows drawn uniformly with replacement (torch's global CPU generator)."""
+        idx = torch.randint(len(self), (n,)).to(self.states.device)
+        return {name: getattr(self, name)[idx] for name in self.FIELDS}
+
+    @contextlib.contextmanager
+    def emptied(self) -> Iterator[None]:
+        """The buffer temporarily empty (to save a model without its training state)."""
+        kept = {name: getattr(self, name) for name in (*self.FIELDS, "cursor")}
+        try:
+            for name in self.FIELDS:
+                setattr(self, name, kept[name][:0])
+            self.cursor = torch.zeros_like(kept["cursor"])
+            yield
+        finally:
+            for name, value in kept.items():
+                setattr(self, name, value)
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        for name in self.FIELDS:
+            saved = state_dict.get(prefix + name)
+            if saved is not None and saved.shape != getattr(self, name).shape:
+                setattr(self, name, torch.empty_like(saved, device=getattr(self, name).device))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+# ---------------------------------------------------------------------------- impl
+@dataclasses.dataclass(frozen=True)
+class COMBOModules(CQLModules):
+    dynamics: GaussianEnsemble
+    model_buffer: ModelBuffer
+
+
+class COMBOImpl(CQLImpl):
+    """CQL's impl with COMBO's conservative term: the first ``n_real`` rows of each batch are
+    source transitions (pushed up), the rest model transitions (pushed down)."""
+
+    _modules: COMBOModules
+    _n_real: int = 0
+
+    def update_mixed(self, batch: TorchMiniBatch, n_real: int, grad_step: int) -> dict[str, float]:
+        """One step on a batch whose first ``n_real`` rows are source data and the rest model data."""
+        if not 0 < n_real < len(batch.actions):
+            raise ValueError(f"A COMBO batch needs source and model rows, got {n_real} of {len(batch.actions)} real.")
+        self._n_real = n_real
+        return self.update(batch, grad_step)
+
+    def _compute_conservative_loss(self, obs_t: TorchObservation, act_t: torch.Tensor, obs_tp1: TorchObservation,
+                                   returns_to_go: torch.Tensor) -> torch.Tensor:
+        n = self._n_real
+        model_obs, model_next = obs_t[n:], obs_tp1[n:]
+        values_t, log_probs_t = self._compute_policy_is_values(model_obs, model_obs, returns_to_go)
+        values_tp1, log_probs_tp1 = self._compute_policy_is_values(model_next, model_obs, returns_to_go)
+        random_values, random_log_probs = self._compute_random_is_values(model_obs)
+        # (critics, model rows, 3 · samples) -> (critics, model rows)
+        logsumexp = torch.logsumexp(torch.cat([values_t - log_probs_t, values_tp1 - log_probs_tp1,
+                                               random_values - random_log_probs], dim=2), dim=2)
+        data_values = self._q_func_forwarder.compute_expected_q(obs_t[:n], act_t[:n], "none")
+        gap = logsumexp.mean(dim=1) - data_values.mean(dim=(1, 2))
+        return self._conservative_weight * (gap - self._alpha_threshold)
+
+    @property
+    def dynamics(self) -> GaussianEnsemble:
+        return self._modules.dynamics
+
+    @property
+    def model_buffer(self) -> ModelBuffer:
+        return self._modules.model_buffer
+
+
+# ---------------------------------------------------------------------------- config and algorithm
+@dataclasses.dataclass()
+class COMBOConfig(LearnableConfig):
+    """d3rlpy config of :class:`COMBO` (see :mod:`imaginebench.algos.configs.combo` for the
+    paper's values and what each field means).
+
+    Args:
+        state_dim: length of the state part of each observation (the rest is the embedding).
+        conservative_weight: β of the conservative term.
+        real_ratio: f, the share of source transitions in each batch.
+        rollout_horizon, rollout_batch_size, rollout_freq, model_retain_epochs: model rollouts;
+            the buffer holds ``rollout_batch_size · rollout_horizon · model_retain_epochs`` rows.
+        ensemble_size, n_elites, dynamics_*: the dynamics ensemble and its fit
+            (``dynamics_max_epochs`` ``None`` = until early stopping).
+    """
+
+    actor_learning_rate: float = 1e-4
+    critic_learning_rate: float = 3e-4
+    temp_learning_rate: float = 1e-4
+    actor_optim_factory: OptimizerFactory = make_optimizer_field()
+    critic_optim_factory: OptimizerFactory = make_optimizer_field()
+    temp_optim_factory: OptimizerFactory = make_optimizer_field()
+    actor_encoder_factory: EncoderFactory = make_encoder_field()
+    critic_encoder_factory: EncoderFactory = make_encoder_field()
+    q_func_factory: QFunctionFactory = make_q_func_field()
+    batch_size: int = 256
+    gamma: float = 0.99
+    tau: float = 0.005
+    n_critics: int = 2
+    initial_temperature: float = 1.0
+    conservative_weight: float = 5.0
+    n_action_samples: int = 10
+    state_dim: int = 0
+    real_ratio: float = 0.5
+    rollout_horizon: int = 1
+    rollout_batch_size: int = 50_000
+    rollout_freq: int = 1000
+    model_retain_epochs: int = 5
+    ensemble_size: int = 7
+    n_elites: int = 5
+    dynamics_hidden_units: list[int] = dataclasses.field(default_factory=lambda: [200, 200, 200, 200])
+    dynamics_learning_rate: float = 1e-3
+    dynamics_batch_size: int = 256
+    dynamics_weight_decay: list[float] = dataclasses.field(
+        default_factory=lambda: [2.5e-5, 5e-5, 7.5e-5, 7.5e-5, 1e-4])
+    dynamics_holdout_ratio: float = 0.2
+    dynamics_max_holdout: int = 1000
+    dynamics_patience: int = 5
+    dynamics_max_epochs: Optional[int] = None
+
+    def create(self, device: DeviceArg = False, enable_ddp: bool = False) -> "COMBO":
+        return COMBO(self, device, enable_ddp)
+
+    @staticmethod
+    def get_type() -> str:
+        return ALGO_TYPE
+
+
+class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
+    """COMBO: attach a source (:meth:`attach`), then call :meth:`combo_update` (or d3rlpy's
+    :meth:`update` with a batch of source transitions) once per gradient step."""
+
+    _source: Any = None
+    _table: Optional[TransitionTable] = None
+    dynamics_fit: Optional[DynamicsFit] = None
+    """The report of the dynamics fit this process ran (``None`` if it ran none, e.g. resumed)."""
+
+    def inner_create_impl(self, observation_shape: Shape, action_size: int) -> None:
+        cfg = self._config
+        obs_dim = int(observation_shape[0])
+        if not 0 < cfg.state_dim <= obs_dim:
+            raise ValueError(f"COMBO needs 0 < state_dim <= {obs_dim} (the observation length), got {cfg.state_dim}.")
+        policy = create_normal_policy(observation_shape, action_size, cfg.actor_encoder_factory,
+                                      device=self._device, enable_ddp=self._enable_ddp)
+        q_funcs, q_forwarder = create_continuous_q_function(
+            observation_shape, action_size, cfg.critic_encoder_factory, cfg.q_func_factory,
+            n_ensembles=cfg.n_critics, device=self._device, enable_ddp=self._enable_ddp)
+        targ_q_funcs, targ_q_forwarder = create_continuous_q_function(
+            observation_shape, action_size, cfg.critic_encoder_factory, cfg.q_func_factory,
+            n_ensembles=cfg.n_critics, device=self._device, enable_ddp=self._enable_ddp)
+        log_temp = create_parameter((1, 1), math.log(cfg.initial_temperature), device=self._device,
+                                    enable_ddp=self._enable_ddp)
+        log_alpha = create_parameter((1, 1), 0.0, device=self._device, enable_ddp=self._enable_ddp)  # fixed α = 1
+        dynamics = GaussianEnsemble(cfg.ensemble_size, cfg.n_elites, obs_dim + action_size, cfg.state_dim + 1,
+                                    cfg.dynamics_hidden_units).to(self._device)
+        capacity = cfg.rollout_batch_size * cfg.rollout_horizon * cfg.model_retain_epochs
+        buffer = ModelBuffer(capacity, cfg.state_dim, action_size).to(self._device)
+        actor_optim = cfg.actor_optim_factory.create(policy.named_modules(), lr=cfg.actor_learning_rate,
+                                                     compiled=False)
+        critic_optim = cfg.critic_optim_factory.create(q_funcs.named_modules(), lr=cfg.critic_learning_rate,
+                                                       compiled=False)
+        temp_optim = (cfg.temp_optim_factory.create(log_temp.named_modules(), lr=cfg.temp_learning_rate,
+                                                    compiled=False) if cfg.temp_learning_rate > 0 else None)
+        modules = COMBOModules(policy=policy, q_funcs=q_funcs, targ_q_funcs=targ_q_funcs, log_temp=log_temp,
+                               log_alpha=log_alpha, actor_optim=actor_optim, critic_optim=critic_optim,
+                               temp_optim=temp_optim, alpha_optim=None, dynamics=dynamics, model_buffer=buffer)
+        self._impl = COMBOImpl(
+            observation_shape=observation_shape, action_size=action_size, modules=modules,
+            q_func_forwarder=q_forwarder, targ_q_func_forwarder=targ_q_forwarder, gamma=cfg.gamma, tau=cfg.tau,
+            alpha_threshold=0.0, conservative_weight=cfg.conservative_weight,
+            n_action_samples=cfg.n_action_samples, soft_q_backup=False, max_q_backup=False, compiled=False,
+            device=self._device)
+
+    def get_action_type(self) -> ActionSpace:
+        return ActionSpace.CONTINUOUS
+
+    # ------------------------------------------------------------------ data
+    def attach(self, source: Any) -> None:
+        """Train on ``source`` (a :class:`~imaginebench.algos.sampler.MixedReplaySource`): its
+        transitions fit the dynamics, its states start the rollouts (drawn with its ``rng``)."""
+        if self._impl is None:
+            raise ValueError("Build COMBO (create_impl) before attaching a source.")
+        if source.state_dim != self._config.state_dim:
+            raise ValueError(f"The source's state has {source.state_dim} columns, COMBO was built for "
+                             f"{self._config.state_dim}.")
+        self._source = source
+        self._table = TransitionTable.from_source(source, self._device)
+
+    def _attached(self) -> tuple[COMBOImpl, TransitionTable]:
+        if self._impl is None or self._table is None:
+            raise ValueError("COMBO has no data: call attach(source) after create_impl (build_algorithm does).")
+        return self._impl, self._table
+
+    def fit_dynamics(self) -> DynamicsFit:
+        """Fit the ensemble on every transition of the attached source."""
+        impl, table = self._attached()
+        cfg = self._config
+        self.dynamics_fit = impl.dynamics.fit(
+            table, learning_rate=cfg.dynamics_learning_rate, batch_size=cfg.dynamics_batch_size,
+            weight_decay=cfg.dynamics_weight_decay, holdout_ratio=cfg.dynamics_holdout_ratio,
+            max_holdout=cfg.dynamics_max_holdout, patience=cfg.dynamics_patience, max_epochs=cfg.dynamics_max_epochs)
+        return self.dynamics_fit
+
+    def _scaled(self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The algorithm's scalers applied as :func:`~imaginebench.algos.sampler.torch_batch` applies them."""
+        cfg = self._config
+        if cfg.observation_scaler is not None:
+            obs, next_obs = cfg.observation_scaler.transform(obs), cfg.observation_scaler.transform(next_obs)
+        if cfg.action_scaler is not None:
+            actions = cfg.action_scaler.transform(actions)
+        if cfg.reward_scaler is not None:
+            rewards = cfg.reward_scaler.transform(rewards)
+        return obs, next_obs, actions, rewards
+
+    @torch.no_grad()
+    def rollout(self) -> int:
+        """Roll the policy out in the model from ``rollout_batch_size`` source states for
+        ``rollout_horizon`` steps (a random elite per sample and step; terminal samples stop)
+        into the model buffer; returns the number of transitions added."""
+        impl, table = self._attached()
+        cfg = self._config
+        device = table.states.device
+        start = torch.as_tensor(self._source.sample_indices(cfg.rollout_batch_size), device=device)
+        states, instr = table.states[table.obs_rows[start]], table.instr[start]
+        dynamics, added = impl.dynamics, 0
+        for _ in range(cfg.rollout_horizon):
+            n = len(states)
+            obs = table.observations(states, instr)
+            scaled = cfg.observation_scaler.transform(obs) if cfg.observation_scaler is not None else obs
+            out = impl.policy(scaled)
+            assert out.logstd is not None
+            actions = torch.tanh(out.mu + out.logstd.exp() * torch.randn(out.mu.shape).to(device))
+            if cfg.action_scaler is not None:
+                actions = cfg.action_scaler.reverse_transform(actions)
+            member = dynamics.elites[torch.randint(dynamics.n_elites, (n,)).to(device)]
+            noise = torch.randn(n, dynamics.out_dim).to(device)
+            y, terminal = dynamics.sample(torch.cat([obs, actions], dim=1), member, noise)
+            next_states = states + y[:, : cfg.state_dim]
+            impl.model_buffer.add(states=states, actions=actions, rewards=y[:, cfg.state_dim:],
+                                  next_states=next_states, terminals=terminal.float(), instr=instr)
+            added += n
+            alive = ~terminal[:, 0]
+            states, instr = next_states[alive], instr[alive]
+            if not len(states):
+                break
+        return added
+
+    def _model_batch(self, n: int) -> tuple[torch.Tensor, ...]:
+        impl, table = self._attached()
+        rows = impl.model_buffer.sample(n)
+        obs = table.observations(rows["states"], rows["instr"])
+        next_obs = table.observations(rows["next_states"], rows["instr"])
+        return (*self._scaled(obs, next_obs, rows["actions"], rows["rewards"]), rows["terminals"])
+
+    # ------------------------------------------------------------------ training
+    def combo_update(self, real: TransitionMiniBatch, n_model: int) -> dict[str, float]:
+        """One gradient step on ``real`` (source transitions) plus ``n_model`` model transitions.
+
+        Fits the dynamics first if the ensemble is untrained, and refills the model buffer
+        every ``rollout_freq`` steps (and whenever it is empty).
+        """
+        impl, _ = self._attached()
+        if not bool(impl.dynamics.trained):
+            self.fit_dynamics()
+        if self._grad_step % self._config.rollout_freq == 0 or len(impl.model_buffer) == 0:
+            self.rollout()
+        r = torch_batch(real, self)
+        obs, next_obs, actions, rewards, terminals = self._model_batch(n_model)
+        n_real = len(real.actions)
+        batch = TorchMiniBatch(
+            observations=torch.cat([r.observations, obs]), actions=torch.cat([r.actions, actions]),
+            rewards=torch.cat([r.rewards, rewards]), next_observations=torch.cat([r.next_observations, next_obs]),
+            next_actions=torch.cat([r.next_actions, torch.zeros_like(actions)]),
+            returns_to_go=torch.zeros(n_real + n_model, 1, device=actions.device),
+            terminals=torch.cat([r.terminals, terminals]),
+            intervals=torch.ones(n_real + n_model, 1, device=actions.device), device=r.device)
+        step = self._grad_step
+        loss = impl.update_mixed(batch, n_real, step)
+        self.set_grad_step(step + 1)
+        return loss
+
+    def update(self, batch: TransitionMiniBatch) -> dict[str, float]:
+        """d3rlpy's update (what ``fit`` calls): ``batch`` is the source share of the step, and
+        model transitions are added so that it makes up ``real_ratio`` of it."""
+        f = self._config.real_ratio
+        return self.combo_update(batch, max(1, round(len(batch.actions) * (1.0 - f) / f)))
+
+    def save(self, fname: str) -> None:
+        """d3rlpy's ``save`` (config and weights, with the dynamics) without the model buffer."""
+        assert self._impl is not None
+        with self._impl.model_buffer.emptied():
+            super().save(fname)
+
+
+register_learnable(COMBOConfig)
