@@ -9,13 +9,15 @@
   (:data:`LAST_CHECKPOINTS`; fewer when the run has fewer).
 
 :class:`Evaluator` runs the episodes of one level in lockstep over a pool of environments,
-so the policy sees one batch of observations per step instead of one call per episode.
+so the policy sees one batch of observations per step instead of one call per episode.  A policy
+with memory (:class:`EpisodicPolicy`, e.g. Decision Transformer) is also told when each slot's
+episode starts, and each row's slot and last reward.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -29,6 +31,18 @@ _LEVEL_TAG = {"train": 0, "rephrase": 1, "easy": 2, "hard": 3}
 
 Policy = Callable[[np.ndarray], np.ndarray]
 """Maps a batch of observations ``(n, state ⊕ embedding)`` to a batch of actions."""
+
+
+@runtime_checkable
+class EpisodicPolicy(Protocol):
+    """A policy that remembers each running episode (e.g. Decision Transformer's history and
+    return-to-go).  The evaluator calls :meth:`start_episode` when an episode starts in one of
+    its slots, then :meth:`act` with every running episode's observation, slot and last reward
+    (0 at an episode's first step)."""
+
+    def start_episode(self, slot: int) -> None: ...
+
+    def act(self, observations: np.ndarray, slots: Sequence[int], rewards: Sequence[float]) -> np.ndarray: ...
 
 
 def eval_seed(run_seed: int, level: str, index: int) -> int:
@@ -137,7 +151,7 @@ class Evaluator:
             self._embeddings[instruction] = np.asarray(self.encoder.encode([instruction])[0], dtype=np.float32)
         return self._embeddings[instruction]
 
-    def __call__(self, policy: Policy) -> LevelResult:
+    def __call__(self, policy: Policy | EpisodicPolicy) -> LevelResult:
         jobs = self.schedule()
         width = max(1, min(self.pool, len(jobs)))
         while len(self._envs) < width:
@@ -148,6 +162,8 @@ class Evaluator:
         lengths: list[int] = []
         slots: list[tuple[str, np.ndarray, int] | None] = [None] * width  # task, embedding, steps
         obs = [None] * width
+        rewards = [0.0] * width  # each slot's last reward (episodic policies)
+        episodic = isinstance(policy, EpisodicPolicy)
         cursor = 0
 
         def start(i: int) -> None:
@@ -160,17 +176,22 @@ class Evaluator:
             state, info = envs[i].reset(seed=reset_seed, options={"task": task})
             emb = self._embed(info["instruction"])
             slots[i] = (task, emb, 0)
+            rewards[i] = 0.0
+            if episodic:
+                policy.start_episode(i)
             obs[i] = np.concatenate([np.asarray(state, dtype=np.float32), emb])
 
         for i in range(width):
             start(i)
         while any(s is not None for s in slots):
             active = [i for i, s in enumerate(slots) if s is not None]
-            actions = np.asarray(policy(np.stack([obs[i] for i in active])))
+            batch = np.stack([obs[i] for i in active])
+            actions = np.asarray(policy.act(batch, active, [rewards[i] for i in active]) if episodic else policy(batch))
             for a, i in zip(actions, active):
                 task, emb, steps = slots[i]  # type: ignore[misc]
                 action = int(a) if np.ndim(a) == 0 else np.asarray(a, dtype=np.float64)
-                state, _, terminated, truncated, info = envs[i].step(action)
+                state, reward, terminated, truncated, info = envs[i].step(action)
+                rewards[i] = float(reward)
                 if terminated or truncated:
                     successes[task].append(bool(info["is_success"]))
                     lengths.append(steps + 1)
@@ -189,8 +210,21 @@ class Evaluator:
         self._envs.clear()
 
 
-def d3rlpy_policy(algo) -> Policy:
-    """The greedy policy of a d3rlpy algorithm (its observation scaler applied)."""
+def d3rlpy_policy(algo, target_return: float | None = None) -> Policy | EpisodicPolicy:
+    """The greedy policy of a d3rlpy algorithm (its observation scaler applied).
+
+    A transformer algorithm (Decision Transformer) gets an :class:`EpisodicPolicy` with one
+    history per running episode, conditioned on ``target_return`` (default: the one the run's
+    config attached, see :meth:`imaginebench.algos.configs.dt.DecisionTransformerBase.attach`).
+    """
+    from imaginebench.algos.trajectories import TransformerPolicy, is_transformer, target_return_of
+
+    if is_transformer(algo):
+        target = target_return if target_return is not None else target_return_of(algo)
+        if target is None:
+            raise ValueError(f"{type(algo).__name__} acts towards a target return; pass target_return= (a run "
+                             "records the one it used under config.derived.target_return).")
+        return TransformerPolicy(algo, target)
 
     def act(observations: np.ndarray) -> np.ndarray:
         return algo.predict(observations)

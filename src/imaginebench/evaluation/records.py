@@ -23,7 +23,8 @@ target level), ``per_task`` (level -> task -> mean over the last five checkpoint
 run's own evaluation episodes, see :mod:`imaginebench.evaluation.reference`),
 ``normalised`` (level -> 100·(score − random)/(expert − random), null where the expert is not
 above chance), ``curve`` (per checkpoint: step, and per level success, per-task success, mean length),
-``config`` (algorithm fields, encoder, standardisation), ``versions``, and ``timing``
+``config`` (algorithm fields, encoder, standardisation; ``derived``: what the algorithm took from the
+data, e.g. Decision Transformer's target return), ``versions``, and ``timing``
 (wall/train/eval seconds, steps/s, start and end time, step resumed from) — everything
 that may differ between two runs of the same seed lives under ``timing``.
 """

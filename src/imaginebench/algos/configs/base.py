@@ -130,6 +130,12 @@ class AlgoConfig:
         neighbour index over every transition of ``source``, real and imaginary).  Called by
         :func:`imaginebench.algos.factory.build_algorithm`; nothing by default."""
 
+    def derived(self, source) -> dict[str, Any]:
+        """Settings the algorithm takes from the run's data rather than from its fields (e.g.
+        Decision Transformer's target return), JSON-friendly; the runner records them under
+        ``config.derived``.  None by default."""
+        return {}
+
     def update(self, algo, source, batch_size: int) -> dict[str, float]:
         """One gradient step of ``algo`` on a batch drawn from ``source`` (a
         :class:`~imaginebench.algos.sampler.MixedReplaySource`); returns the losses.  The default
