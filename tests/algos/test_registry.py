@@ -26,6 +26,7 @@ def test_every_algorithm_builds_and_updates(name):
     import torch
 
     from imaginebench.algos.factory import build_algorithm
+    from imaginebench.algos.trajectories import TransformerPolicy, is_transformer
 
     spec = get_spec(name)
     source = _source(spec.discrete)
@@ -35,7 +36,14 @@ def test_every_algorithm_builds_and_updates(name):
     for _ in range(3):
         loss = config.update(algo, source, 8)
     assert loss and all(np.isfinite(v) for v in loss.values())
-    actions = algo.predict(source.sample_transition_batch(4).observations)
+    observations = source.sample_transition_batch(4).observations
+    if is_transformer(algo):  # acts from a history: each row starts an episode of its own
+        policy = TransformerPolicy(algo, target_return=1.0)
+        for slot in range(4):
+            policy.start_episode(slot)
+        actions = policy.act(observations, range(4), [0.0] * 4)
+    else:
+        actions = algo.predict(observations)
     if spec.discrete:
         assert actions.shape == (4,) and actions.min() >= 0 and actions.max() < source.action_size
     else:
@@ -65,7 +73,7 @@ def test_register_rejects_duplicates():
 def test_defaults_follow_the_benchmark_scale():
     for spec in ALGORITHMS.values():
         config = spec.default_config()
-        assert config.hidden_units == (256, 256)
+        assert config.hidden_units == ((128,) if spec.family == "dt" else (256, 256))  # DT: the paper's width
         assert config.gamma == 0.99
         assert spec.config_cls.__doc__ and "Attributes:" in spec.config_cls.__doc__
 
@@ -82,7 +90,7 @@ def test_family_names_resolve_to_the_fitting_version():
     assert resolve("cql", discrete=True).name == "discrete_cql"
     assert resolve("bc", discrete=False).name == "bc"
     assert resolve("discrete_sac", discrete=True).name == "discrete_sac"
-    assert set(fitting(True)) == {"discrete_bc", "discrete_cql", "discrete_bcq", "discrete_sac"}
+    assert set(fitting(True)) == {"discrete_bc", "discrete_cql", "discrete_bcq", "discrete_sac", "discrete_dt"}
 
 
 def test_misfit_and_unknown_algorithms_name_the_choices():

@@ -152,6 +152,9 @@ CASES = [
     Case("unknown algo", ["train", "--env", "Toy-v0", "--algo", "ppo"], 2, "Unknown algorithm 'ppo'"),
     Case("algo of the wrong action kind", ["train", "--env", "Toy-v0", "--algo", "td3bc", *TRAIN_FAST], 2,
          "'td3bc' needs continuous actions"),
+    Case("continuous-only algo on CLEVR", ["train", "--env", "CLEVR-v0", "--algo", "prdc", *TRAIN_FAST], 2,
+         "'prdc' needs continuous actions, but CLEVR-v0 has discrete actions (Discrete(40)). Algorithms that fit: "
+         "discrete_bc"),
     Case("unknown level", [*TOY, "--level", "medium", *TRAIN_FAST], 2, "Unknown level 'medium'"),
     Case("unknown profile", [*TOY, "--profile", "huge"], 2, "Unknown profile 'huge'"),
     Case("seed not an integer", [*TOY, "--seeds", "0", "x", *TRAIN_FAST], 2, "Seeds must be integers"),

@@ -174,3 +174,15 @@ def test_a_checkpoint_whose_model_bytes_changed_is_refused(toy_data):
     with pytest.raises(ValueError, match="Cannot resume from .*SHA-256.*delete it"):
         train(spec, progress=False)
     assert path.read_bytes() == before  # left for the user to look at, not overwritten
+
+
+def test_an_algorithm_batch_size_is_the_batch_sampled_and_recorded(toy_data, monkeypatch):
+    from imaginebench.algos.sampler import MixedReplaySource
+
+    sizes = []
+    original = MixedReplaySource.sample_transition_batch
+    monkeypatch.setattr(MixedReplaySource, "sample_transition_batch",
+                        lambda self, n: (sizes.append(n), original(self, n))[1])
+    options = (("hidden_units", (16, 16)), ("batch_size", 8))
+    record = train(RunSpec("Toy-v0", "bc", level="easy", **{**SMALL, "algo_options": options}), progress=False).record
+    assert set(sizes) == {8} and record["batch_size"] == 8 and SMALL["batch_size"] == 16

@@ -1,7 +1,8 @@
 """The algorithm registry: a name -> :class:`AlgoSpec` dict and :func:`register`.
 
-Names: ``bc``, ``cql``, ``bcq``, ``td3bc``, ``sac``, ``iql``, ``rebrac``, ``calql`` (continuous actions) and
-``discrete_bc``, ``discrete_cql``, ``discrete_bcq``, ``discrete_sac`` (discrete actions).
+Names: ``bc``, ``cql``, ``bcq``, ``td3bc``, ``sac``, ``iql``, ``rebrac``, ``calql``, ``dt``, ``prdc``
+(continuous actions) and ``discrete_bc``, ``discrete_cql``, ``discrete_bcq``, ``discrete_sac``,
+``discrete_dt`` (discrete actions).
 
 A family name also works on a domain of the other action kind when the family has a version
 for it: :func:`resolve` maps ``bc`` on CLEVR (``Discrete(40)``) to ``discrete_bc``, just as
@@ -20,12 +21,16 @@ from imaginebench.algos.configs import (
     BCConfig,
     BCQConfig,
     CalQLConfig,
+    COMBOConfig,
     CQLConfig,
+    DecisionTransformerConfig,
     DiscreteBCConfig,
     DiscreteBCQConfig,
     DiscreteCQLConfig,
+    DiscreteDecisionTransformerConfig,
     DiscreteSACConfig,
     IQLConfig,
+    PRDCConfig,
     ReBRACConfig,
     SACConfig,
     TD3PlusBCConfig,
@@ -83,10 +88,14 @@ for _spec in (
     AlgoSpec("iql", "iql", "IQL", IQLConfig),
     AlgoSpec("rebrac", "rebrac", "ReBRAC", ReBRACConfig),
     AlgoSpec("calql", "calql", "Cal-QL", CalQLConfig),
+    AlgoSpec("dt", "dt", "DT", DecisionTransformerConfig),
+    AlgoSpec("prdc", "prdc", "PRDC", PRDCConfig),
+    AlgoSpec("combo", "combo", "COMBO", COMBOConfig),
     AlgoSpec("discrete_bc", "bc", "BC", DiscreteBCConfig),
     AlgoSpec("discrete_cql", "cql", "CQL", DiscreteCQLConfig),
     AlgoSpec("discrete_bcq", "bcq", "BCQ", DiscreteBCQConfig),
     AlgoSpec("discrete_sac", "sac", "SAC", DiscreteSACConfig),
+    AlgoSpec("discrete_dt", "dt", "DT", DiscreteDecisionTransformerConfig),
 ):
     register(_spec)
 

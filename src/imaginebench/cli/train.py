@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import typer
 
+from imaginebench.algos.registry import algorithm_names
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.errors import UsageError
 
@@ -45,9 +46,8 @@ def _algo_options(values: List[str]) -> tuple[tuple[str, object], ...]:
 def train(
     ctx: typer.Context,
     env: str = typer.Option(..., "--env", help="Environment id, e.g. CLEVR-v0."),
-    algo: str = typer.Option(..., "--algo", help="Algorithm: bc, cql, bcq, td3bc, sac, iql, discrete_bc, "
-                                                  "discrete_cql, discrete_bcq, discrete_sac (bc/cql/bcq/sac pick "
-                                                  "the discrete version on a discrete domain)."),
+    algo: str = typer.Option(..., "--algo", help=f"Algorithm: {', '.join(algorithm_names())} (bc/cql/bcq/sac/dt "
+                                                  "pick the discrete version on a discrete domain)."),
     level: str = typer.Option("train", "--level", help="Target level: train, rephrase, easy or hard."),
     seeds: Optional[List[str]] = typer.Option(None, "--seeds", help="Seeds, e.g. --seeds 0 1 2 (default: the "
                                                                     "profile's)."),

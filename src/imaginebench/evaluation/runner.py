@@ -295,6 +295,9 @@ class _Run:
     resumed_from: int = 0
     elapsed: dict[str, float] = field(default_factory=lambda: {"train": 0.0, "eval": 0.0})
     engine: dict[str, Any] = field(default_factory=dict)
+    batch: int = 0
+    """Transitions (or windows) per gradient step: the config's ``batch_size`` if it sets one, else
+    the run's (profile or ``--batch-size``)."""
 
     @property
     def ckpt_path(self) -> Path:
@@ -333,10 +336,11 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
     source = MixedReplaySource(sources, weights, encoder=encoder, seed=spec.seed,
                                action_size=domain.action_dim if domain.discrete_actions else None)
     torch.manual_seed(spec.seed)
-    algo = build_algorithm(config, source, batch_size=spec.batch, standardize=spec.standardize, device=device)
+    batch = config.batch_size or spec.batch
+    algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize, device=device)
     path.mkdir(parents=True, exist_ok=True)
     run = _Run(spec, algo_spec, domain, path, config, source, source_info, algo, None, {},
-               str(getattr(encoder, "name", spec.encoder or "default")), started, started_at)
+               str(getattr(encoder, "name", spec.encoder or "default")), started, started_at, batch=batch)
     if run.ckpt_path.exists():
         state = _load_checkpoint(run.ckpt_path, algo, source.rng)
         _check_settings(state.get("settings"), spec, path)
@@ -387,7 +391,7 @@ def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
             chunk = _next_chunk(spec, run.step)
             t0 = time.perf_counter()
             for _ in range(chunk):
-                loss = run.config.update(algo, source, spec.batch)
+                loss = run.config.update(algo, source, run.batch)
             run.elapsed["train"] += time.perf_counter() - t0
             run.step += chunk
             bar.update(chunk)
@@ -423,9 +427,9 @@ def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
             t0 = time.perf_counter()
             for _ in range(chunk):
                 if cuda:  # one CUDA-graph replay per step (same arithmetic as the eager step)
-                    trainer.graph_step(sampler, spec.batch)
+                    trainer.graph_step(sampler, runs[0].batch)
                 else:
-                    trainer.step(sampler.sample(spec.batch))
+                    trainer.step(sampler.sample(runs[0].batch))
             trainer.write_back()
             dt = time.perf_counter() - t0
             losses = trainer.losses()
@@ -580,7 +584,7 @@ def _record(spec: RunSpec, algo_spec: AlgoSpec, domain: Any, config: Any, source
         "algo_label": algo_spec.label, "algo_requested": spec.algo, "tag": spec.tag, "seed": spec.seed,
         "profile": spec.profile_name, "settings": spec.settings(),
         "data": spec.data_tag, "sources": source_info, "mix_ratio": spec.mix_ratio if len(source_info) > 1 else 0.0,
-        "steps": spec.steps, "checkpoint_every": spec.every, "batch_size": spec.batch,
+        "steps": spec.steps, "checkpoint_every": spec.every, "batch_size": config.batch_size or spec.batch,
         "eval": {"levels": list(levels), "episodes_per_task": spec.episodes_per_task,
                  "episodes": {lv: curve[-1][lv]["episodes"] for lv in levels} if curve else {},
                  "last_checkpoints": min(LAST_CHECKPOINTS, len(curve))},
@@ -588,6 +592,7 @@ def _record(spec: RunSpec, algo_spec: AlgoSpec, domain: Any, config: Any, source
         "config": {"algorithm": config.to_dict(), "encoder": encoder_name,
                    "embedding_dim": source.embedding_dim, "state_dim": source.state_dim,
                    "standardize": spec.standardize, "mix_ratio": spec.mix_ratio,
-                   "instructions": len(source.instructions)},
+                   "instructions": len(source.instructions),
+                   **({"derived": derived} if (derived := config.derived(source)) else {})},
         "versions": versions(),
     }
