@@ -22,22 +22,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from algorithm_steps import rate  # noqa: E402
 from sampling import load_average, synthetic  # noqa: E402
 
 from imaginebench.algos.factory import build_algorithm  # noqa: E402
 from imaginebench.algos.registry import get_spec  # noqa: E402
 from imaginebench.algos.sampler import MixedReplaySource  # noqa: E402
-
-
-def rate(step, seconds: float, warmup: int = 5) -> float:
-    """Calls of ``step`` per second over about ``seconds`` after ``warmup`` calls."""
-    for _ in range(warmup):
-        step()
-    n, start = 0, time.perf_counter()
-    while n < 5 or time.perf_counter() - start < seconds:
-        step()
-        n += 1
-    return n / (time.perf_counter() - start)
 
 
 def main() -> None:

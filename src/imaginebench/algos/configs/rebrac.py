@@ -19,47 +19,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from imaginebench.algos.configs.base import AlgoConfig, BuildContext
+from imaginebench.algos.configs.base import BuildContext
+from imaginebench.algos.configs.td3bc import TD3Family
 
 
 @dataclass(frozen=True)
-class ReBRACConfig(AlgoConfig):
+class ReBRACConfig(TD3Family):
     """TD3 with behaviour-cloning penalties on the actor and on the critic's target.
 
     Attributes:
-        actor_learning_rate: policy learning rate.
-        critic_learning_rate: Q-function learning rate.
-        tau: soft target-update rate.
-        n_critics: Q-functions in the ensemble.
-        target_smoothing_sigma: std of the noise added to target actions.
-        target_smoothing_clip: clip of that noise.
+        actor_learning_rate: policy learning rate (1e-3 here).
+        critic_learning_rate: Q-function learning rate (1e-3 here).
         actor_beta: β₁, weight of ``‖π(s) − a‖²`` in the actor loss.
         critic_beta: β₂, weight of ``‖π(s') − a'‖²`` subtracted from the critic's target.
-        update_actor_interval: critic steps per actor (and target) update.
+        (and those of :class:`TD3Family`: τ, critics, target smoothing, actor interval)
     """
 
-    discrete: ClassVar[bool] = False
     paper: ClassVar[str] = "Tarasov et al., NeurIPS 2023"
 
     actor_learning_rate: float = 1e-3
     critic_learning_rate: float = 1e-3
-    tau: float = 0.005
-    n_critics: int = 2
-    target_smoothing_sigma: float = 0.2
-    target_smoothing_clip: float = 0.5
     actor_beta: float = 0.001
     critic_beta: float = 0.01
-    update_actor_interval: int = 2
 
     def d3rlpy_config(self, ctx: BuildContext):
         from imaginebench.algos._d3rlpy import load
 
-        enc = self.encoder_factory(ctx)
-        return load().algos.ReBRACConfig(
-            **self.common_kwargs(ctx), actor_learning_rate=self.actor_learning_rate,
-            critic_learning_rate=self.critic_learning_rate, actor_encoder_factory=enc, critic_encoder_factory=enc,
-            tau=self.tau, n_critics=self.n_critics, target_smoothing_sigma=self.target_smoothing_sigma,
-            target_smoothing_clip=self.target_smoothing_clip, actor_beta=self.actor_beta,
-            critic_beta=self.critic_beta, update_actor_interval=self.update_actor_interval,
-            **self.optimizers("actor_optim_factory", "critic_optim_factory"),
-        )
+        return load().algos.ReBRACConfig(**self.td3_kwargs(ctx), actor_beta=self.actor_beta,
+                                         critic_beta=self.critic_beta)
