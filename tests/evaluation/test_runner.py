@@ -186,3 +186,32 @@ def test_an_algorithm_batch_size_is_the_batch_sampled_and_recorded(toy_data, mon
     options = (("hidden_units", (16, 16)), ("batch_size", 8))
     record = train(RunSpec("Toy-v0", "bc", level="easy", **{**SMALL, "algo_options": options}), progress=False).record
     assert set(sizes) == {8} and record["batch_size"] == 8 and SMALL["batch_size"] == 16
+
+
+def test_a_finished_run_made_with_other_algorithm_values_is_not_skipped(toy_data):
+    """E.g. a run made under an older package default: skipping it would report old numbers as new."""
+    spec = RunSpec("Toy-v0", "bc", level="easy", **SMALL)
+    first = train(spec, progress=False)
+    record_path = first.path / "record.json"
+    record = json.loads(record_path.read_text())
+    record["config"]["algorithm"]["learning_rate"] = 0.5
+    record_path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="algorithm learning_rate 0.5 there vs 0.001 now.*--tag"):
+        train(spec, progress=False)
+
+
+def test_a_checkpoint_made_with_other_algorithm_values_is_not_resumed(toy_data):
+    import torch
+
+    spec = RunSpec("Toy-v0", "discrete_cql", level="easy", seed=1, **SMALL)
+    with pytest.raises(Stop):
+        train(spec, progress=False, on_checkpoint=lambda step, entry: (_ for _ in ()).throw(Stop()))
+    from imaginebench.evaluation import run_dir
+
+    path = run_dir(spec) / CHECKPOINT_NAME
+    state = torch.load(path, weights_only=True)
+    assert state["settings"]["algorithm"]["alpha"] == 1.0
+    state["settings"]["algorithm"]["alpha"] = 4.0
+    torch.save(state, path)
+    with pytest.raises(ValueError, match="algorithm alpha 4.0 there vs 1.0 now"):
+        train(spec, progress=False)

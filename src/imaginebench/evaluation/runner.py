@@ -188,11 +188,22 @@ def run_dir(spec: RunSpec, algo_name: str | None = None) -> Path:
             / folder / f"seed{spec.seed}")
 
 
-def _check_settings(found: dict[str, Any] | None, spec: RunSpec, where: Path) -> None:
+def _check_settings(found: dict[str, Any] | None, spec: RunSpec, where: Path,
+                    algorithm: dict[str, Any] | None = None) -> None:
+    """Refuse to skip or resume a run made with other settings — or with other algorithm values
+    (``algorithm``: the config's fields, compared when the found run recorded them, so a finished
+    run made under older package defaults is not passed off as one of the current defaults)."""
     wanted = spec.settings()
-    if found is None or found == wanted:
+    if found is not None and algorithm is not None and "algorithm" in found:
+        wanted["algorithm"] = algorithm
+    if found is None or {k: found.get(k) for k in wanted} == wanted:
         return
-    diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted if found.get(k) != wanted[k])
+    diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted
+                     if found.get(k) != wanted[k] and k != "algorithm")
+    if found.get("algorithm") != wanted.get("algorithm"):
+        old, new = found["algorithm"], wanted["algorithm"]
+        diff = ", ".join([diff] * bool(diff) + [f"algorithm {k} {old.get(k)!r} there vs {new.get(k)!r} now"
+                                                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)])
     raise ValueError(f"{where} holds a run with other settings ({diff}). Give this run a --tag, or delete that "
                      f"folder to replace it.")
 
@@ -321,12 +332,15 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
     domain, algo_spec = _domain_and_algo(spec)
     path = run_dir(spec, algo_spec.name)
     record_path = path / RECORD_NAME
+    config = algo_spec.default_config(**dict(spec.algo_options))
     if record_path.exists():
         record = read_record(record_path)
-        _check_settings(record.get("settings"), spec, path)
+        found = record.get("settings")
+        if found is not None and "algorithm" in record.get("config", {}):
+            found = {**found, "algorithm": record["config"]["algorithm"]}
+        _check_settings(found, spec, path, config.to_dict())
         return RunResult(record, path, skipped=True)
 
-    config = algo_spec.default_config(**dict(spec.algo_options))
     sources, weights, source_info = load_sources(spec, domain.env_id)
     check_writable(path)
     for name in (CHECKPOINT_NAME, RECORD_NAME):  # temporaries of a killed earlier attempt
@@ -343,7 +357,7 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
                str(getattr(encoder, "name", spec.encoder or "default")), started, started_at, batch=batch)
     if run.ckpt_path.exists():
         state = _load_checkpoint(run.ckpt_path, algo, source.rng)
-        _check_settings(state.get("settings"), spec, path)
+        _check_settings(state.get("settings"), spec, path, config.to_dict())
         run.step, run.curve, run.elapsed = int(state["step"]), list(state["curve"]), dict(state["elapsed"])
     run.resumed_from = run.step
     # the run's own random stream (the global one right after seeding and building, or as checkpointed)
@@ -366,7 +380,7 @@ def _checkpoint(run: _Run, loss: dict[str, float], torch_rng,
     run.elapsed["eval"] += time.perf_counter() - t0
     run.curve.append(entry)
     _save_checkpoint(run.ckpt_path, run.algo, run.step, run.curve, run.source.rng, run.elapsed,
-                     run.spec.settings(), torch_rng)
+                     {**run.spec.settings(), "algorithm": run.config.to_dict()}, torch_rng)
     if on_checkpoint is not None:
         on_checkpoint(run.step, entry)
     return entry
