@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)  # as the runner trains (see imaginebench.evaluation.runner)
     batch = get_profile(args.profile).batch_size
     real = load_real(args.env, "train", args.profile)
     source = MixedReplaySource({"real": real}, encoder=get_encoder(), seed=0)
