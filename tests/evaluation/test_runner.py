@@ -215,3 +215,17 @@ def test_a_checkpoint_made_with_other_algorithm_values_is_not_resumed(toy_data):
     torch.save(state, path)
     with pytest.raises(ValueError, match="algorithm alpha 4.0 there vs 1.0 now"):
         train(spec, progress=False)
+
+
+def test_training_leaves_the_threads_float_mode_as_it_found_it(toy_data):
+    """Gradient steps flush denormals (speed); the caller's process keeps its IEEE behaviour."""
+    import torch
+
+    from imaginebench.evaluation.runner import flushed_denormals
+
+    assert float(torch.tensor([1e-40], dtype=torch.float32)[0]) != 0.0
+    with flushed_denormals():
+        assert float(torch.tensor([1e-40], dtype=torch.float32)[0]) == 0.0
+    train(RunSpec("ToyCont-v0", "calql", **SMALL), progress=False)
+    assert float(torch.tensor([1e-40], dtype=torch.float32)[0]) != 0.0
+    assert np.float32(1e-40) * np.float32(1.0) != 0.0

@@ -13,6 +13,7 @@ import hashlib
 import io
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -386,9 +387,20 @@ def _checkpoint(run: _Run, loss: dict[str, float], torch_rng,
     return entry
 
 
-FLUSH_DENORMAL_NOTE = """Training flushes denormal floats (below ~1.2e-38) to zero on the CPU: matrix
-products over gradients full of them run several times slower (Cal-QL's calibrated log-sum-exp
-made HalfCheetah steps 2.5x slower than CQL's); only values that small change."""
+@contextmanager
+def flushed_denormals():
+    """Gradient steps with denormal floats (below ~1.2e-38) flushed to zero on the CPU, the thread's
+    previous setting restored after.  Matrix products over gradients full of denormals run several
+    times slower (Cal-QL's calibrated log-sum-exp made HalfCheetah steps 2.5x slower than CQL's,
+    same shapes); only values that small change.  Evaluation (the simulators) runs outside it."""
+    import torch
+
+    was = float(torch.tensor([1e-40], dtype=torch.float32)[0]) == 0.0  # already flushing?
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(was)
 
 
 def _next_chunk(spec: RunSpec, step: int) -> int:
@@ -401,7 +413,6 @@ def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
     from tqdm.auto import tqdm
 
     spec, source, algo = run.spec, run.source, run.algo
-    torch.set_flush_denormal(True)  # see FLUSH_DENORMAL_NOTE
     torch.set_rng_state(run.generator.get_state())
     label = f"{run.domain.env_id} {run.algo_spec.name} {spec.level}/{spec.data_tag} seed {spec.seed}"
     bar = tqdm(total=spec.steps, initial=run.step, desc=label, unit="step", disable=not progress, dynamic_ncols=True)
@@ -410,8 +421,9 @@ def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
         while run.step < spec.steps:
             chunk = _next_chunk(spec, run.step)
             t0 = time.perf_counter()
-            for _ in range(chunk):
-                loss = run.config.update(algo, source, run.batch)
+            with flushed_denormals():
+                for _ in range(chunk):
+                    loss = run.config.update(algo, source, run.batch)
             run.elapsed["train"] += time.perf_counter() - t0
             run.step += chunk
             bar.update(chunk)
@@ -424,14 +436,12 @@ def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
 def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
     """Runs that differ only in their seed, trained together with stacked parameters
     (:mod:`imaginebench.algos.vectorised`); each run's numbers equal those of training it alone."""
-    import torch
     from tqdm.auto import tqdm
 
     from imaginebench.algos.vectorised import trainer_for
     from imaginebench.algos.vectorised.batches import StackedSampler
 
     spec = runs[0].spec
-    torch.set_flush_denormal(True)  # see FLUSH_DENORMAL_NOTE
     device = runs[0].algo.impl.device
     generators = [r.generator for r in runs]
     trainer = trainer_for([r.algo for r in runs], generators)
@@ -447,11 +457,12 @@ def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
         while runs[0].step < spec.steps:
             chunk = _next_chunk(spec, runs[0].step)
             t0 = time.perf_counter()
-            for _ in range(chunk):
-                if cuda:  # one CUDA-graph replay per step (same arithmetic as the eager step)
-                    trainer.graph_step(sampler, runs[0].batch)
-                else:
-                    trainer.step(sampler.sample(runs[0].batch))
+            with flushed_denormals():
+                for _ in range(chunk):
+                    if cuda:  # one CUDA-graph replay per step (same arithmetic as the eager step)
+                        trainer.graph_step(sampler, runs[0].batch)
+                    else:
+                        trainer.step(sampler.sample(runs[0].batch))
             trainer.write_back()
             dt = time.perf_counter() - t0
             losses = trainer.losses()
