@@ -75,7 +75,7 @@ def main() -> None:
         print(f"  built {name} in {built:.1f} s{extra}")
         algos[name] = (config, algo)
 
-    search = {"seconds": 0.0, "calls": 0}
+    search = {"seconds": 0.0}
     index = algos["prdc"][1].impl.index
     original = index.neighbour_actions
 
@@ -83,22 +83,17 @@ def main() -> None:
         start = time.perf_counter()
         out = original(observations, actions)
         search["seconds"] += time.perf_counter() - start
-        search["calls"] += 1
         return out
 
     index.neighbour_actions = timed_search
     rates: dict[str, list[float]] = {name: [] for name in algos}
-    prdc_time = {"seconds": 0.0, "steps": 0}
+    search_share = 0.0
     for _ in range(args.rounds):
         for name, (config, algo) in algos.items():
+            search["seconds"], start = 0.0, time.perf_counter()
+            rates[name].append(rate(lambda: config.update(algo, source, batch), args.seconds / args.rounds))
             if name == "prdc":
-                search["seconds"] = search["calls"] = 0
-                start = time.perf_counter()
-            r = rate(lambda: config.update(algo, source, batch), args.seconds / args.rounds)
-            rates[name].append(r)
-            if name == "prdc":
-                prdc_time["seconds"] += time.perf_counter() - start
-                prdc_time["share"] = search["seconds"] / (time.perf_counter() - start)
+                search_share = search["seconds"] / (time.perf_counter() - start)
     med = {name: float(np.median(v)) for name, v in rates.items()}
     combo_config, combo = algos["combo"]
     start = time.perf_counter()
@@ -110,7 +105,7 @@ def main() -> None:
     amortised = 1.0 / (1.0 / med["combo"] + rollout_s / combo_config.rollout_freq)
     print(f"\nCOMBO with its rollout rounds ({rollout_s:.2f} s every {combo_config.rollout_freq} steps): "
           f"{amortised:.1f} steps/s ({amortised / med['td3bc']:.2f}x TD3+BC)")
-    print(f"PRDC neighbour search: {100 * prdc_time['share']:.0f}% of its step time in the last round "
+    print(f"PRDC neighbour search: {100 * search_share:.0f}% of its step time in the last round "
           f"(one search per actor update, every {algos['prdc'][0].update_actor_interval} steps)")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

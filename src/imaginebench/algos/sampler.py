@@ -175,6 +175,7 @@ class MixedReplaySource(ReplayBufferBase):
             self.action_size = int(self._actions.shape[1])
         self.rng = np.random.default_rng(seed)
         self._returns_cache: dict[float, np.ndarray] = {}
+        self._episode_starts: np.ndarray | None = None
         self._slot_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._intervals = np.ones((0, 1), dtype=np.float32)
 
@@ -232,6 +233,15 @@ class MixedReplaySource(ReplayBufferBase):
             transitions=(),
         )
 
+    def episode_starts(self) -> np.ndarray:
+        """Flat index of each episode's first transition (an episode's transitions have consecutive
+        state rows; every episode has one more state row than transitions).  Computed once."""
+        if self._episode_starts is None:
+            first = np.ones(len(self._obs_rows), dtype=bool)
+            first[1:] = self._obs_rows[1:] != self._obs_rows[:-1] + 1
+            self._episode_starts = np.flatnonzero(first)
+        return self._episode_starts
+
     def returns_to_go(self, gamma: float) -> np.ndarray:
         """``(M, 1)`` float32: each transition's discounted return from its step to the end of its
         episode, ``r_t + γ r_{t+1} + …`` (Monte-Carlo returns, what Cal-QL calibrates against;
@@ -239,9 +249,7 @@ class MixedReplaySource(ReplayBufferBase):
         gamma = float(gamma)
         if gamma not in self._returns_cache:
             m = len(self._obs_rows)
-            last = np.ones(m, dtype=bool)  # an episode's transitions have consecutive state rows
-            last[:-1] = self._obs_rows[1:] != self._obs_rows[:-1] + 1
-            ends = np.flatnonzero(last)
+            ends = np.append(self.episode_starts()[1:], m) - 1  # each episode's last transition
             to_end = ends[np.searchsorted(ends, np.arange(m))] - np.arange(m)  # steps left after t
             order = np.argsort(to_end, kind="stable")
             bounds = np.searchsorted(to_end[order], np.arange(int(to_end.max()) + 2))

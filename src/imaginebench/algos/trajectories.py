@@ -69,13 +69,8 @@ class TrajectoryIndex:
 
     @classmethod
     def build(cls, source: MixedReplaySource) -> "TrajectoryIndex":
-        rows = source._obs_rows
-        m = len(rows)
-        first = np.ones(m, dtype=bool)
-        first[1:] = rows[1:] != rows[:-1] + 1
-        first[source.offsets[source.offsets < m]] = True
-        episode_starts = np.flatnonzero(first)
-        starts = episode_starts[np.cumsum(first) - 1]
+        episode_starts = source.episode_starts()
+        starts = episode_starts[np.searchsorted(episode_starts, np.arange(source.transition_count), side="right") - 1]
         rtg = source.returns_to_go(1.0)[:, 0]
         episode_returns = np.add.reduceat(source._rewards[:, 0].astype(np.float64), episode_starts)
         return cls(starts=starts, returns_to_go=rtg, episode_starts=episode_starts,

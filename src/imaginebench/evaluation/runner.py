@@ -194,17 +194,15 @@ def _check_settings(found: dict[str, Any] | None, spec: RunSpec, where: Path,
     """Refuse to skip or resume a run made with other settings — or with other algorithm values
     (``algorithm``: the config's fields, compared when the found run recorded them, so a finished
     run made under older package defaults is not passed off as one of the current defaults)."""
-    wanted = spec.settings()
-    if found is not None and algorithm is not None and "algorithm" in found:
-        wanted["algorithm"] = algorithm
-    if found is None or {k: found.get(k) for k in wanted} == wanted:
+    if found is None:
         return
-    diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted
-                     if found.get(k) != wanted[k] and k != "algorithm")
-    if found.get("algorithm") != wanted.get("algorithm"):
-        old, new = found["algorithm"], wanted["algorithm"]
-        diff = ", ".join([diff] * bool(diff) + [f"algorithm {k} {old.get(k)!r} there vs {new.get(k)!r} now"
-                                                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)])
+    wanted = spec.settings()
+    if algorithm is not None and "algorithm" in found:  # one entry per field, named "algorithm <field>"
+        wanted.update({f"algorithm {k}": v for k, v in algorithm.items()})
+        found = {**found, **{f"algorithm {k}": v for k, v in found["algorithm"].items()}}
+    diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted if found.get(k) != wanted[k])
+    if not diff:
+        return
     raise ValueError(f"{where} holds a run with other settings ({diff}). Give this run a --tag, or delete that "
                      f"folder to replace it.")
 
