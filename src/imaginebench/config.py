@@ -66,6 +66,8 @@ class Profile:
         lm_checkpoint_every: fine-tuning steps between checkpoints.
         lm_val_episodes: real episodes held out for validation.
         lm_generate_batch: rollouts imagined together (one batch with a KV cache).
+        finetune_budget: environment steps of an online fine-tune (``imaginebench finetune``).
+        finetune_eval_every: environment steps between a fine-tune's evaluations.
     """
 
     name: str
@@ -83,6 +85,8 @@ class Profile:
     lm_checkpoint_every: int = 250
     lm_val_episodes: int = 64
     lm_generate_batch: int = 64
+    finetune_budget: int = 20_000
+    finetune_eval_every: int = 2_000
     seeds: tuple[int, ...] = field(default=(0, 1, 2))
 
     def episodes(self, env_id: str, source: str, level: str) -> int:
@@ -112,6 +116,8 @@ PROFILES: dict[str, Profile] = {
             lm_checkpoint_every=5,
             lm_val_episodes=8,
             lm_generate_batch=16,
+            finetune_budget=256,
+            finetune_eval_every=64,
             seeds=(0,),
         ),
         Profile(
@@ -138,6 +144,8 @@ PROFILES: dict[str, Profile] = {
             lm_checkpoint_every=2_000,
             lm_val_episodes=256,
             lm_generate_batch=128,
+            finetune_budget=200_000,
+            finetune_eval_every=10_000,
         ),
     )
 }

@@ -100,6 +100,25 @@ class InstructionEnv(gym.Env, abc.ABC):
         info["reward_terms"] = dict(out.terms)
         return self._obs(), float(out.reward), terminated, truncated, info
 
+    def snapshot(self) -> dict[str, Any]:
+        """The running episode as plain data (task, phrasing, state vector, progress, step count,
+        random stream): :meth:`restore` continues it.  Exact where the state vector is the whole
+        simulator state (CLEVR, BabyAI); MuJoCo domains restore positions from the state vector."""
+        if self.task is None:
+            raise RuntimeError("Call reset() before snapshot().")
+        return {"task": self.task.name, "instruction": self.instruction, "state": self.state.tolist(),
+                "progress": np.asarray(self.progress).tolist(), "elapsed_steps": int(self.elapsed_steps),
+                "is_success": bool(self.is_success), "rng": self.np_random.bit_generator.state}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Continue the episode a :meth:`snapshot` recorded."""
+        self.reset(options={"task": snapshot["task"], "instruction": snapshot["instruction"],
+                            "state": np.asarray(snapshot["state"], dtype=np.float64)})
+        self.progress = np.asarray(snapshot["progress"], dtype=np.asarray(self.progress).dtype)
+        self.elapsed_steps = int(snapshot["elapsed_steps"])
+        self.is_success = bool(snapshot["is_success"])
+        self.np_random.bit_generator.state = snapshot["rng"]
+
     def expert_action(self) -> Any:
         """The expert's action for the current state and task."""
         if self.task is None:

@@ -8,6 +8,7 @@ from imaginebench.algos.configs.combo import COMBOConfig
 from imaginebench.algos.configs.cql import CQLConfig, DiscreteCQLConfig
 from imaginebench.algos.configs.dt import DecisionTransformerConfig, DiscreteDecisionTransformerConfig
 from imaginebench.algos.configs.iql import IQLConfig
+from imaginebench.algos.configs.online import DoubleDQNConfig, TD3Config
 from imaginebench.algos.configs.prdc import PRDCConfig
 from imaginebench.algos.configs.rebrac import ReBRACConfig
 from imaginebench.algos.configs.sac import DiscreteSACConfig, SACConfig
@@ -16,5 +17,5 @@ from imaginebench.algos.configs.td3bc import TD3PlusBCConfig
 __all__ = [
     "AlgoConfig", "BCConfig", "BCQConfig", "BuildContext", "CalQLConfig", "COMBOConfig", "CQLConfig", "DecisionTransformerConfig",
     "DiscreteBCConfig", "DiscreteBCQConfig", "DiscreteCQLConfig", "DiscreteDecisionTransformerConfig",
-    "DiscreteSACConfig", "IQLConfig", "PRDCConfig", "ReBRACConfig", "SACConfig", "TD3PlusBCConfig",
+    "DiscreteSACConfig", "DoubleDQNConfig", "IQLConfig", "PRDCConfig", "ReBRACConfig", "SACConfig", "TD3Config", "TD3PlusBCConfig",
 ]
