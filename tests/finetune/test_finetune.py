@@ -182,3 +182,22 @@ def test_env_snapshot_restores_the_episode_exactly():
         ra, rb = a.step(7 * t % 40), b.step(7 * t % 40)
         assert np.array_equal(ra[0], rb[0]) and ra[1:4] == rb[1:4]
     assert a.reset()[1]["instruction"] == b.reset()[1]["instruction"]  # the random stream too
+
+
+def test_interaction_cycles_through_the_level_tasks(toy_envs):
+    from imaginebench.finetune.interaction import Interaction
+
+    inter = Interaction("Toy-v0", "train", 3, seed=0)
+    inter.reset()
+    tasks = list(inter.vec.unwrapped.get_attr("tasks")[0])
+    seen = [[t] for t in inter.vec.get_attr("task")]
+    for _ in range(40):
+        step = inter.step(np.zeros(3, dtype=np.int64))
+        for i in np.flatnonzero(step.terminated | step.truncated):
+            seen[i].append(inter.vec.get_attr("task")[i])
+    inter.close()
+    flat = [t.name for per_env in seen for t in per_env]
+    counts = {t: flat.count(t) for t in tasks}
+    assert max(counts.values()) - min(counts.values()) <= 3  # one cycle each, started at different tasks
+    for i, per_env in enumerate(seen):  # env i takes tasks i, i+3, i+6, ... modulo the task count
+        assert [t.name for t in per_env] == [tasks[(i + 3 * k) % len(tasks)] for k in range(len(per_env))]
