@@ -85,8 +85,8 @@ class Profile:
     lm_checkpoint_every: int = 250
     lm_val_episodes: int = 64
     lm_generate_batch: int = 64
-    finetune_budget: int = 20_000
-    finetune_eval_every: int = 2_000
+    finetune_budget: int = 10_000
+    finetune_eval_every: int = 1_000
     seeds: tuple[int, ...] = field(default=(0, 1, 2))
 
     def episodes(self, env_id: str, source: str, level: str) -> int:

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TRAIN_FAST = ["--profile", "tiny", "--encoder", HASH_ENCODER, "--steps", "20", "--checkpoint-every", "10",
               "--eval-episodes", "1", "--batch-size", "16", "--set", "hidden_units=[16]", "--no-progress"]
 TOY = ["train", "--env", "Toy-v0", "--algo", "discrete_bc"]
+FINETUNE = ["finetune", "--env", "Toy-v0", "--level", "train", "--profile", "tiny", "--no-progress"]
 TOY_EASY = [*TOY, "--level", "easy"]
 
 
@@ -236,6 +237,13 @@ CASES = [
          "Did you mean 'CLEVR-v0'?"),
     Case("bench: zero lease", ["bench", "--envs", "CLEVR-v0", "--algos", "bc", "--lease", "0", "--store",
                                "{home}/s.sqlite"], 2, "--lease must be positive"),
+    Case("finetune: scratch without a method", [*FINETUNE, "--from", "scratch"], 2, "needs --method"),
+    Case("finetune: unknown method", [*FINETUNE, "--from", "scratch", "--method", "ppo"], 2,
+         "Unknown online method 'ppo'"),
+    Case("finetune: budget not a multiple of the envs", [*FINETUNE, "--from", "scratch", "--method", "discrete_cql",
+                                                         "--budget", "50"], 2, "multiples of num_envs"),
+    Case("finetune: no offline run", [*FINETUNE, "--from", "discrete_cql/real"], 1,
+         "imaginebench train --env Toy-v0 --algo discrete_cql"),
     Case("report: no runs", ["report", "--env", "Toy-v0", "--profile", "tiny", "--quiet", "--no-pictures", "--out",
                              "{home}/report"], 1, "imaginebench train --env Toy-v0"),
     Case("report: unknown env", ["report", "--env", "Nope-v0", "--quiet", "--out", "{home}/report"], 2,

@@ -238,6 +238,9 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     action_size = domain.action_dim
     offline_model = None
     if start.run is not None:
+        import imaginebench.algos.encoders  # noqa: F401  (register our encoder and optimiser factories
+        import imaginebench.algos.optimizers  # noqa: F401  with d3rlpy before it reads a saved config)
+
         offline_model = d3rlpy.load_learnable(str(start.run / MODEL_NAME), device=device)
     offline, offline_info = None, []
     if spec.offline_ratio > 0 or start.run is None:  # scratch: its standardisation comes from the real data
