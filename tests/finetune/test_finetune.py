@@ -201,3 +201,21 @@ def test_interaction_cycles_through_the_level_tasks(toy_envs):
     assert max(counts.values()) - min(counts.values()) <= 3  # one cycle each, started at different tasks
     for i, per_env in enumerate(seen):  # env i takes tasks i, i+3, i+6, ... modulo the task count
         assert [t.name for t in per_env] == [tasks[(i + 3 * k) % len(tasks)] for k in range(len(per_env))]
+
+
+def test_calql_continues_with_returns_of_finished_online_episodes(toy_envs):
+    from imaginebench.finetune.buffer import OnlineBuffer
+
+    build_toy_data("ToyCont-v0", ("train",), episodes=30)
+    train(RunSpec("ToyCont-v0", "calql", level="train", seed=0, **OFFLINE), progress=False)
+    rec = finetune(FinetuneSpec("ToyCont-v0", "train", start="calql/real", offline_ratio=0.25, **FT), progress=False,
+                   encoder=HashEncoder()).record
+    assert rec["method"] == "calql" and rec["config"]["explorer"] == "policy samples"
+    assert all(np.isfinite(v) for c in rec["curve"][1:] for v in c["loss"].values())
+    buf = OnlineBuffer(8, 1, (1,), slots=2, gamma=0.5)
+    ones = np.ones((2, 1), np.float32)
+    buf.add(ones, np.zeros(2, np.int64), ones, np.array([1.0, 2.0]), ones, np.zeros(2), np.array([False, False]))
+    buf.add(ones, np.zeros(2, np.int64), ones, np.array([4.0, 8.0]), ones, np.zeros(2), np.array([True, False]))
+    # slot 0 finished: G = 1 + 0.5·4 and 4; slot 1 still running: no return yet
+    assert buf.returns[[0, 2], 0].tolist() == [3.0, 4.0]
+    assert np.isneginf(buf.returns[[1, 3], 0]).all()
