@@ -26,6 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 from imaginebench.errors import UsageError
+from imaginebench.evaluation.records import RECORD_NAME
+from imaginebench.evaluation.runner import CHECKPOINT_NAME, MODEL_NAME
 from imaginebench.fileio import atomic_path, check_writable, remove_temporaries, write_json
 from imaginebench.finetune.buffer import OnlineBuffer, concat_batches
 from imaginebench.finetune.interaction import Interaction
@@ -39,9 +41,6 @@ from imaginebench.finetune.spec import (
     resolve_start,
 )
 
-RECORD_NAME = "record.json"
-CHECKPOINT_NAME = "checkpoint.pt"
-MODEL_NAME = "model.d3"
 SCHEMA_VERSION = 1
 METHOD_LABELS = {"discrete_cql": "CQL", "double_dqn": "Double DQN", "discrete_sac": "SAC", "td3bc": "TD3+BC",
                  "td3": "TD3", "rebrac": "ReBRAC", "cql": "CQL", "calql": "Cal-QL", "iql": "IQL", "sac": "SAC"}
@@ -161,8 +160,13 @@ class _Finetune:
         return str(self.evaluator.env_id)
 
     def settings(self) -> dict[str, Any]:
-        return {**self.spec.settings(), "method": self.method, "algorithm": self.config.to_dict(),
-                "start_model_sha256": self.start.model_sha256, "encoder": self.encoder_name}
+        return _settings(self.spec, self.method, self.config, self.start, self.encoder_name)
+
+
+def _settings(spec: FinetuneSpec, method: str, config: Any, start: Start, encoder_name: str) -> dict[str, Any]:
+    """What a finished fine-tune or a checkpoint must match to be skipped or resumed."""
+    return {**spec.settings(), "method": method, "algorithm": config.to_dict(),
+            "start_model_sha256": start.model_sha256, "encoder": encoder_name}
 
 
 def _np_global_state() -> dict[str, Any]:
@@ -224,11 +228,9 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     if encoder is None:
         encoder = get_encoder(encoder_name)
     encoder_name = str(getattr(encoder, "name", encoder_name or "default"))
-    wanted = {**spec.settings(), "method": method, "algorithm": config.to_dict(),
-              "start_model_sha256": start.model_sha256, "encoder": encoder_name}
     if (path / RECORD_NAME).exists():
         record = read_record(path / RECORD_NAME)
-        _check_settings(record.get("settings"), wanted, path)
+        _check_settings(record.get("settings"), _settings(spec, method, config, start, encoder_name), path)
         return FinetuneResult(record, path, skipped=True)
     check_writable(path)
     for name in (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME):
