@@ -6,7 +6,9 @@ the ``tiny`` profile (built in a temporary data home unless ``--home`` points at
     python benchmarks/imagination_throughput.py                         # tiny + smollm2-135m defaults
     python benchmarks/imagination_throughput.py --configs smollm2:lora smollm2:full:8 --train-steps 10
 
-Config syntax: ``<backbone>:<lora|full>[:<layers>]``; ``smollm2`` is ``smollm2-135m``.
+Config syntax: ``<backbone>:<lora|full>[:<layers>][:late<k>]``; ``smollm2`` is ``smollm2-135m``;
+``late<k>`` is late entry (numbers enter the top ``k`` layers, ``ModelConfig.numeric_layers``),
+e.g. ``smollm2:lora::late4``.
 Fine-tuning: ``--train-steps`` timed steps after 2 warm-up steps, batch ``--batch-size``.
 Generation: ``--rollouts`` rollouts of CLEVR hard tasks in batches of ``--gen-batch``, each
 capped at ``--gen-steps`` steps, greedy, with the KV cache.  Prints one JSON line per config
@@ -23,15 +25,17 @@ import sys
 import tempfile
 import time
 
-DEFAULT_CONFIGS = ("tiny:full", "smollm2:lora", "smollm2:full", "smollm2:lora:8", "smollm2:full:8")
+DEFAULT_CONFIGS = ("tiny:full", "smollm2:lora", "smollm2:full", "smollm2:lora:8", "smollm2:full:8",
+                   "smollm2:lora::late4", "smollm2:lora::late2")
 
 
-def _parse(config: str) -> tuple[str, bool, int | None]:
+def _parse(config: str) -> tuple[str, bool, int | None, int | None]:
     parts = config.split(":")
     backbone = {"smollm2": "smollm2-135m"}.get(parts[0], parts[0])
     lora = parts[1] == "lora" if len(parts) > 1 else True
-    layers = int(parts[2]) if len(parts) > 2 else None
-    return backbone, lora, layers
+    layers = int(parts[2]) if len(parts) > 2 and parts[2] else None
+    late = int(parts[3][4:]) if len(parts) > 3 and parts[3].startswith("late") else None
+    return backbone, lora, layers, late
 
 
 def run_one(args: argparse.Namespace) -> dict:
@@ -47,12 +51,12 @@ def run_one(args: argparse.Namespace) -> dict:
     from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM
 
     torch.set_num_threads(args.threads)
-    backbone, lora, layers = _parse(args.one)
+    backbone, lora, layers, late = _parse(args.one)
     real = load_real("CLEVR-v0", "train", "tiny")
     domain = load_domain("CLEVR-v0")
     torch.manual_seed(0)
     model = RolloutLM(load_backbone(backbone, num_layers=layers), ModelConfig(backbone=backbone, lora=lora,
-                      num_layers=layers), 10, True, 40, Normaliser.fit(real.states)).train()
+                      num_layers=layers, numeric_layers=late), 10, True, 40, Normaliser.fit(real.states)).train()
     tcfg = TrainConfig(batch_size=args.batch_size, bf16=args.bf16)
     sampler = _Sampler(SequenceBuilder(model.tokenizer, 10, True, 40), _episodes(real), tcfg)
     opt = _optimizer(model, tcfg)
@@ -77,7 +81,7 @@ def run_one(args: argparse.Namespace) -> dict:
     imagine(model, domain, starts[: min(4, len(starts))], cfg, progress=False)  # warm-up
     _, gen = imagine(model, domain, starts, cfg, progress=False)
     return {
-        "config": args.one, "backbone": backbone, "lora": lora, "layers": layers, "threads": args.threads,
+        "config": args.one, "backbone": backbone, "lora": lora, "layers": layers, "numeric_layers": late, "threads": args.threads,
         "bf16": args.bf16, "batch_size": args.batch_size, "train_steps_per_s": args.train_steps / train_s,
         "train_s_per_step": train_s / args.train_steps, "train_positions_per_s": float(positions / train_s),
         "peak_rss_mb_train": train_rss, "imagined_steps_per_s": gen["steps_per_second"],

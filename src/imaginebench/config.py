@@ -46,6 +46,11 @@ def _scaled(table: Mapping[str, int], divisor: int, floor: int) -> dict[str, int
     return {k: max(floor, v // divisor) for k, v in table.items()}
 
 
+LATE_ENTRY_LAYERS = 4
+"""Top decoder layers that state/action positions run through by default (late entry); chosen by
+measurement, see ``notes/imagination.md`` (session 15)."""
+
+
 @dataclass(frozen=True)
 class Profile:
     """Sizes of every stage.
@@ -61,6 +66,8 @@ class Profile:
         batch_size: offline RL batch size.
         lm_steps: fine-tuning steps of the rollout language model.
         lm_backbone: default backbone of the rollout language model.
+        lm_numeric_layers: late entry by default: state/action positions run through only the
+            backbone's top N layers (``ModelConfig.numeric_layers``); ``None``: every layer.
         lm_batch_size: sequences per fine-tuning step.
         lm_eval_every: fine-tuning steps between validations (per-task validation loss).
         lm_checkpoint_every: fine-tuning steps between checkpoints.
@@ -80,6 +87,7 @@ class Profile:
     batch_size: int = 256
     lm_steps: int = 1000
     lm_backbone: str = "smollm2-135m"
+    lm_numeric_layers: int | None = LATE_ENTRY_LAYERS
     lm_batch_size: int = 8
     lm_eval_every: int = 100
     lm_checkpoint_every: int = 250
@@ -129,6 +137,7 @@ PROFILES: dict[str, Profile] = {
             checkpoint_every=2_000,
             eval_episodes_per_task=2,
             lm_steps=2_000,
+            lm_batch_size=16,
         ),
         Profile(
             name="paper",

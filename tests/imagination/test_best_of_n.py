@@ -107,3 +107,75 @@ def test_honest_ok_uses_the_domains_pure_functions(data_home):
     nan[-1, 0] = np.nan
     assert not honest_ok(domain, replace(ep, states=nan))
     env.close()
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_level_killed_mid_way_resumes_to_the_same_dataset(tmp_path, monkeypatch):
+    """Rounds are saved as they finish; a run killed after its second round continues from the
+    saved rounds (sampler position, sampling generator) and ends with the uninterrupted result."""
+    seen = {"n": 0}
+
+    def every_third(ep):
+        seen["n"] += 1
+        return seen["n"] % 3 == 0
+
+    domain = load_domain(ENV)
+    model = make_model()
+    cfg = GenerateConfig(batch_size=8, budget=20.0, temperature=1.0)
+
+    def run(store, kill_after=None):
+        seen["n"] = 0
+        monkeypatch.setattr(gen, "honest_ok", lambda d, ep: every_third(ep))
+        sampler = StartSampler(ENV, "hard", seed=5)
+        try:
+            quotas = task_quotas(sampler.task_names[:2], 4)
+            if kill_after is not None:
+                original = store.append
+
+                def append(*a, **k):
+                    original(*a, **k)
+                    if len(store.rounds) == kill_after:
+                        raise _Killed
+                monkeypatch.setattr(store, "append", append)
+            return best_of_n(model, domain, sampler, quotas, cfg, {t: 3 for t in quotas}, progress=False,
+                             store=store)
+        finally:
+            sampler.close()
+
+    settings = {"level": "hard", "seed": 5}
+    whole = run(gen.RoundStore(tmp_path / "whole.partial", settings))
+    assert len(json_rounds(tmp_path / "whole.partial")) >= 2  # so a kill after round 1 is mid-way
+    store = gen.RoundStore(tmp_path / "x.partial", settings)
+    with pytest.raises(_Killed):
+        run(store, kill_after=1)
+    assert (tmp_path / "x.partial" / "state.json").exists()
+    # the keep test is stateful here (every third call): a resumed run replays the saved flags and
+    # goes on counting from where the killed one stopped
+    resumed_store = gen.RoundStore(tmp_path / "x.partial", settings)
+    calls_before = sum(r["candidates"] for r in json_rounds(tmp_path / "x.partial"))
+    seen["n"] = calls_before
+    monkeypatch.setattr(gen, "honest_ok", lambda d, ep: every_third(ep))
+    sampler = StartSampler(ENV, "hard", seed=5)
+    try:
+        quotas = task_quotas(sampler.task_names[:2], 4)
+        resumed = best_of_n(model, domain, sampler, quotas, cfg, {t: 3 for t in quotas}, progress=False,
+                            store=resumed_store)
+    finally:
+        sampler.close()
+    assert resumed.per_task == whole.per_task
+    assert len(resumed.candidates) == len(whole.candidates)
+    for a, b in zip(resumed.kept + resumed.candidates, whole.kept + whole.candidates):
+        assert a.task == b.task and a.instruction == b.instruction
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_allclose(a.states, b.states, atol=1e-6)
+    with pytest.raises(Exception, match="other settings"):
+        gen.RoundStore(tmp_path / "x.partial", {"level": "easy", "seed": 5}).load()
+
+
+def json_rounds(folder):
+    import json
+
+    return json.loads((folder / "state.json").read_text())["rounds"]

@@ -31,6 +31,11 @@ def imagine_train(
     lora: bool = typer.Option(True, "--lora/--full", help="LoRA adapters or full fine-tuning of the backbone."),
     steps: Optional[int] = typer.Option(None, "--steps", help="Total optimiser steps (default: profile lm_steps)."),
     layers: Optional[int] = typer.Option(None, "--layers", help="Keep only the first N decoder layers (faster)."),
+    numeric_layers: Optional[int] = typer.Option(
+        None, "--numeric-layers", help="Late entry: states and actions run through only the top N decoder layers "
+        "(the text below is cached); 0 = every layer (the full-depth model). Default: the profile's."),
+    augment: bool = typer.Option(True, "--augment/--no-augment", help="Train on the domain's exact symmetries of "
+                                 "the real episodes (BabyAI: the room's 8 rotations/reflections); others: no effect."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sequences per step (default: the profile's)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Backbone learning rate (default 5e-4 LoRA / 1e-4 full)."),
     adapter_lr: Optional[float] = typer.Option(None, "--adapter-lr",
@@ -54,7 +59,7 @@ def imagine_train(
     """Fine-tune the rollout model on the real train data (resumes an existing checkpoint)."""
     from imaginebench.imagination.pipeline import train
 
-    extra: dict = {"early_stop_min_delta": early_stop_min_delta}
+    extra: dict = {"early_stop_min_delta": early_stop_min_delta, "augment": augment}
     if eval_every is not None:
         extra["eval_every"] = eval_every
     if early_stop_patience is not None:
@@ -70,7 +75,7 @@ def imagine_train(
             raise UsageError(f"--task-weights needs four numbers like 3,1,1,1; got {task_weights!r}.") from None
     r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
               out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, device=device, progress=progress,
-              **extra)
+              numeric_layers=numeric_layers, **extra)
     import torch
 
     gpu = (f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"
@@ -112,6 +117,9 @@ def imagine_generate(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     bf16: bool = typer.Option(False, "--bf16"),
     threads: Optional[int] = typer.Option(None, "--threads"),
+    numeric_layers: Optional[int] = typer.Option(
+        None, "--numeric-layers", help="Which default checkpoint folder to read: the late-entry model with N "
+        "numeric layers, 0 = the full-depth one (default: the profile's). Ignored with --checkpoint."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Imagine rollouts for novel instructions (best-of-N per task), filter them and save them."""
@@ -121,7 +129,8 @@ def imagine_generate(
     results = generate(env, profile, level, backbone=backbone, checkpoint=checkpoint, episodes=episodes,
                        temperature=temperature, batch_size=batch_size, seed=seed, filter_invalid=filter_invalid,
                        overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps, keep=keep,
-                       budget=budget, stop_on_end=stop_on_end, score=score, device=device, progress=progress)
+                       budget=budget, stop_on_end=stop_on_end, score=score, device=device, progress=progress,
+                       numeric_layers=numeric_layers)
     for r in results:
         t = r.throughput
         q = r.quality

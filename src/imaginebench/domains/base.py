@@ -232,6 +232,16 @@ class Domain(abc.ABC):
     def is_legal(self, state: np.ndarray) -> bool:
         """Whether ``state`` is physically valid (bounds, overlaps, discrete values). Pure."""
 
+    def symmetries(self) -> tuple[str, ...]:
+        """Names of maps that turn any real episode of a train task into another exact episode
+        of the same task and instruction (e.g. a rotation of a square room); none by default.
+        The rollout model's fine-tuning can draw them as data augmentation."""
+        return ()
+
+    def transform_episode(self, states: np.ndarray, actions: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The image of an episode's states and actions under symmetry ``name``."""
+        raise choice_error(f"{self.env_id} symmetry", name, self.symmetries())
+
     def outcome_batch(
         self,
         tasks: Sequence[Task],

@@ -59,16 +59,19 @@ def backbone_slug(backbone: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "backbone"
 
 
-def default_checkpoint_dir(env_id: str, profile: str | None, backbone: str) -> Path:
+def default_checkpoint_dir(env_id: str, profile: str | None, backbone: str, numeric_layers: int | None = None) -> Path:
+    """``<home>/models/rollout-lm/<env>/<profile>/<backbone>[-late<k>]`` (late entry: its own folder,
+    so a full-depth model and a late-entry one of the same backbone live side by side)."""
     from imaginebench.envs.registry import env_spec
 
-    return (data_home() / "models" / "rollout-lm" / env_spec(env_id).env_id / get_profile(profile).name
-            / backbone_slug(backbone))
+    slug = backbone_slug(backbone) + (f"-late{numeric_layers}" if numeric_layers else "")
+    return data_home() / "models" / "rollout-lm" / env_spec(env_id).env_id / get_profile(profile).name / slug
 
 
-def train_command(env_id: str, profile: str | None, backbone: str) -> str:
-    return (f"imaginebench imagine train --env {env_id} --backbone {backbone} "
-            f"--profile {get_profile(profile).name}")
+def train_command(env_id: str, profile: str | None, backbone: str, numeric_layers: int | None = None) -> str:
+    prof = get_profile(profile)
+    late = "" if numeric_layers == prof.lm_numeric_layers else f" --numeric-layers {numeric_layers or 0}"
+    return f"imaginebench imagine train --env {env_id} --backbone {backbone} --profile {prof.name}{late}"
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -149,7 +152,8 @@ def verified(folder: Path, meta: Mapping[str, Any], name: str) -> Path:
     expected = (meta.get("sha256") or {}).get(name)
     if expected is not None and file_sha256(path) != expected:
         again = train_command(str(meta.get("env_id", "<env>")), meta.get("profile"),
-                              str(meta.get("model", {}).get("backbone", "<backbone>")))
+                              str(meta.get("model", {}).get("backbone", "<backbone>")),
+                              meta.get("model", {}).get("numeric_layers"))
         raise ValueError(f"{path}: its SHA-256 does not match checkpoint.json (a damaged or replaced file); "
                          f"delete {Path(folder)} and train again: {again} --overwrite")
     return path

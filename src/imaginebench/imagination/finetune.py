@@ -77,6 +77,10 @@ class TrainConfig:
         early_stop_patience: stop after this many validations in a row without improvement
             of the summed per-task validation ``total`` loss (``None``: never stop early).
         early_stop_min_delta: an improvement must lower that sum by more than this.
+        augment: draw each training example's episode under a uniformly chosen symmetry of the
+            domain (``Domain.symmetries``: exact maps of real episodes onto real episodes of
+            the same task, e.g. BabyAI's eight rotations/reflections of the room); domains
+            without symmetries are unaffected.  Validation examples stay unaugmented.
     """
 
     steps: int = 1000
@@ -100,6 +104,7 @@ class TrainConfig:
     threads: int | None = None
     early_stop_patience: int | None = None
     early_stop_min_delta: float = 0.0
+    augment: bool = True
 
     def __post_init__(self) -> None:
         if self.early_stop_patience is not None and self.early_stop_patience < 1:
@@ -168,14 +173,21 @@ def peak_rss_mb() -> float:
 
 
 class _Sampler:
-    def __init__(self, builder: SequenceBuilder, episodes: list, cfg: TrainConfig) -> None:
-        self.builder, self.episodes, self.cfg = builder, episodes, cfg
+    """Training examples: an episode, a task drawn by ``task_weights``, and with ``domain`` a
+    uniformly drawn symmetry of that domain applied to the episode."""
+
+    def __init__(self, builder: SequenceBuilder, episodes: list, cfg: TrainConfig, domain: Any = None) -> None:
+        self.builder, self.episodes, self.cfg, self.domain = builder, episodes, cfg, domain
         w = np.asarray(cfg.task_weights, np.float64)
         self.task_p = w / w.sum()
+        self.symmetries: tuple[str, ...] = tuple(domain.symmetries()) if domain is not None else ()
 
     def example(self, rng: np.random.Generator, task: str | None = None):
         instr, states, actions, terminal = self.episodes[int(rng.integers(len(self.episodes)))]
         task = task or TASKS[int(rng.choice(len(TASKS), p=self.task_p))]
+        if self.symmetries:
+            name = self.symmetries[int(rng.integers(len(self.symmetries)))]
+            states, actions = self.domain.transform_episode(states, actions, name)
         return self.builder.example(task, instr, states, actions, rng, self.cfg.max_rollout_steps,
                                     terminal=terminal)
 
@@ -259,6 +271,29 @@ def validate(model: RolloutLM, val_sets: Mapping[str, list], batch_size: int, lo
     return result
 
 
+def _announce(model: RolloutLM, sampler: _Sampler, cfg: TrainConfig, steps: int, progress: bool) -> None:
+    """Print a time estimate before training: one probe step (forward + backward, no update, its
+    own random stream, gradients dropped) on a batch like the run's.  The run's random streams
+    and weights are untouched, so a resumed run still equals an uninterrupted one."""
+    rng = np.random.default_rng(987654321)
+    batch = collate([sampler.example(rng) for _ in range(cfg.batch_size)])
+    positions = int(batch.mask.sum())
+    t0 = time.perf_counter()
+    with _autocast(model, cfg.bf16):
+        out = model.losses(batch, cfg.loss_weights)
+    out["total"].backward()
+    model.zero_grad(set_to_none=True)
+    seconds = time.perf_counter() - t0
+    depth = len(model.decoder.layers)
+    msg = (f"fine-tune: {steps:,} steps of {cfg.batch_size} sequences (~{positions} positions per step); numbers run "
+           f"through {depth} decoder layers{' (late entry)' if model.late_entry else ''}; one probe step took "
+           f"{seconds:.2f} s ({positions / seconds:.0f} positions/s), so about {steps * seconds / 60:.0f} min "
+           f"plus validation")
+    logger.info(msg)
+    if progress:
+        tqdm.write(msg)
+
+
 def finetune(
     env_id: str,
     real: EpisodeDataset,
@@ -335,7 +370,14 @@ def finetune(
     val_rng = np.random.default_rng([tcfg.seed, 1])
     val_sampler = _Sampler(builder, val_eps, tcfg)
     val_sets = {task: [val_sampler.example(val_rng, task) for _ in range(tcfg.val_examples)] for task in TASKS}
-    sampler = _Sampler(builder, train_eps, tcfg)
+    domain = None
+    if tcfg.augment:
+        from imaginebench.envs.registry import load_domain
+
+        domain = load_domain(env_id)
+        if domain.symmetries():
+            logger.info("Augmenting %s's training episodes with its %d symmetries.", env_id, len(domain.symmetries()))
+    sampler = _Sampler(builder, train_eps, tcfg, domain)
 
     model.train()
     optimizer = _optimizer(model, tcfg)
@@ -364,9 +406,11 @@ def finetune(
 
     first_loss = last_loss = None
     val: dict[str, dict[str, float]] = history[-1]["val"] if history else {}
-    t0 = time.perf_counter()
-    steps_run = 0
     last_step = tcfg.steps if not best.stop else start  # a run that stopped early stays stopped
+    if last_step > start:
+        _announce(model, sampler, tcfg, last_step - start, progress)
+    t0 = time.perf_counter()
+    steps_run = positions_done = 0
     if best.stop:
         logger.info("The checkpoint at %s already stopped early at step %d (best step %s).", out_dir, start, best.step)
     bar = tqdm(range(start, last_step), desc=f"fine-tune {mcfg.backbone}", unit="step", disable=not progress,
@@ -391,7 +435,8 @@ def finetune(
             done = step + 1
             record = {"step": done, "loss": loss, **{k: float(v.detach()) for k, v in out.items()
                                                      if k in ("state", "action", "text", "end")}}
-            bar.set_postfix(loss=f"{loss:.3f}")
+            positions_done += int(batch.mask.sum())
+            bar.set_postfix(loss=f"{loss:.3f}", positions_per_s=f"{positions_done / (time.perf_counter() - t0):.0f}")
             if done % tcfg.log_every == 0:
                 ckpt.append_log(out_dir, {"kind": "train", **record,
                                           "lr": scheduler.get_last_lr()[-1], "seconds": time.perf_counter() - t0})

@@ -15,6 +15,7 @@ ids); finished rollouts are dropped from the batch and from the cache.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -251,7 +252,7 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
     t = model.tensors(batch)
     autocast = torch.autocast(device_type=model.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
     with autocast:
-        emb = model.embed(t["kinds"], t["tokens"], t["states"], t["actions"])
+        emb = model.embed(t["kinds"], t["tokens"], t["states"], t["actions"], t["mask"])
     mask = t["mask"].long()
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     last_pos = positions[:, -1]
@@ -418,9 +419,64 @@ class BestOfN:
         return sum(v["candidates"] for v in self.per_task.values())
 
 
+class RoundStore:
+    """Best-of-N's rounds on disk, so that a level killed mid-way resumes to the same dataset.
+
+    A folder ``<dataset>.partial/`` holds one ``round-NNNN.npz`` per finished round (its
+    candidates, in the storage format) and ``state.json`` (written last, atomically): the
+    settings the run was started with, each round's file, its keep flags, the start sampler's
+    position, the sampling generator's state and the time spent.  A round written but not yet
+    in ``state.json`` (a kill between the two writes) is ignored and redone.  The rounds are
+    deterministic given that state, so resuming gives the dataset an uninterrupted run gives.
+    """
+
+    STATE = "state.json"
+
+    def __init__(self, folder: Path, settings: Mapping[str, Any]) -> None:
+        self.folder = Path(folder)
+        self.settings = json.loads(json.dumps(settings, default=str))
+        self.rounds: list[dict[str, Any]] = []
+        self.extra: dict[str, Any] = {}
+
+    def load(self) -> list[tuple[list[Episode], np.ndarray]]:
+        """The finished rounds (candidates, keep flags); [] for a fresh run.  Raises
+        ``UsageError`` when the folder was started with other settings."""
+        from imaginebench.data.storage import load_dataset
+
+        path = self.folder / self.STATE
+        if not path.exists():
+            return []
+        state = json.loads(path.read_text())
+        if state.get("settings") != self.settings:
+            diff = sorted(k for k in set(self.settings) | set(state.get("settings", {}))
+                          if self.settings.get(k) != state.get("settings", {}).get(k))
+            raise UsageError(f"{self.folder} holds a generation started with other settings ({', '.join(diff)}); "
+                             "pass --overwrite to start the level over.")
+        self.rounds, self.extra = list(state["rounds"]), dict(state["extra"])
+        return [(list(load_dataset(self.folder / r["file"], verify=False)), np.asarray(r["ok"], bool))
+                for r in self.rounds]
+
+    def append(self, episodes: list[Episode], ok: np.ndarray, metadata: Mapping[str, Any],
+               state_dim: int, action_shape: tuple[int, ...], **extra: Any) -> None:
+        from imaginebench.data.storage import save_dataset
+        from imaginebench.fileio import write_json
+
+        name = f"round-{len(self.rounds):04d}.npz"
+        save_dataset(EpisodeDataset.from_episodes(episodes, metadata=dict(metadata), state_dim=state_dim,
+                                                  action_shape=action_shape), self.folder / name, overwrite=True)
+        self.rounds.append({"file": name, "candidates": len(episodes), "ok": [bool(x) for x in ok]})
+        self.extra = dict(extra)
+        write_json(self.folder / self.STATE, {"settings": self.settings, "rounds": self.rounds, "extra": self.extra})
+
+    def remove(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping[str, int], cfg: GenerateConfig,
               horizons: Mapping[str, int] | None = None, oracle: Callable[[list[Episode]], np.ndarray] | None = None,
-              progress: bool = True, desc: str = "imagine") -> BestOfN:
+              progress: bool = True, desc: str = "imagine", store: RoundStore | None = None) -> BestOfN:
     """Generate candidates per task until each task has its quota of kept rollouts or its
     budget (``ceil(cfg.budget * quota)`` candidates) is spent.
 
@@ -428,6 +484,7 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
     (Laplace-smoothed) predicts are needed, within the remaining budget.  ``unfiltered`` holds
     each task's first ``quota`` candidates, i.e. the data plain generation would give.
     ``oracle`` (keep mode ``oracle`` only) further checks honest-kept rollouts with the simulator.
+    ``store``: rounds are saved there as they finish and a killed run continues from them.
     """
     gen = torch.Generator().manual_seed(cfg.seed)
     budget = {t: int(math.ceil(cfg.budget * q)) for t, q in quotas.items()}
@@ -441,6 +498,32 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
     steps = 0
     total = sum(quotas.values())
     bar = tqdm(total=total, desc=desc, unit="kept", disable=not progress)
+
+    def take(eps: list[Episode], ok: np.ndarray) -> None:
+        before = sum(len(v) for v in kept.values())
+        for ep, good in zip(eps, ok):
+            t = ep.task
+            tried[t] += 1
+            honest[t] += int(good)
+            candidates.append(ep)
+            if len(first[t]) < quotas[t]:
+                first[t].append(ep)
+            if good and len(kept[t]) < quotas[t]:
+                kept[t].append(ep)
+        bar.update(sum(len(v) for v in kept.values()) - before)
+
+    if store is not None:
+        done = store.load()
+        for eps, ok in done:
+            take(eps, ok)
+        if done:
+            sampler.count = int(store.extra["sampler_count"])
+            gen.set_state(torch.tensor(store.extra["gen_state"], dtype=torch.uint8))
+            seconds, steps = float(store.extra["seconds"]), int(store.extra["steps"])
+            oracle_checked = int(store.extra.get("oracle_checked", 0))
+            logger.info("Resuming %s from %d finished rounds (%d candidates) in %s.", desc, len(done),
+                        len(candidates), store.folder)
+    action_shape = () if domain.discrete_actions else (domain.action_dim,)
     while True:
         requests: list[tuple[str, int]] = []
         for t, q in quotas.items():
@@ -462,17 +545,12 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
             idx = np.flatnonzero(ok)
             ok[idx] = oracle([eps[i] for i in idx])
             oracle_checked += len(idx)
-        before = sum(len(v) for v in kept.values())
-        for ep, good in zip(eps, ok):
-            t = ep.task
-            tried[t] += 1
-            honest[t] += int(good)
-            candidates.append(ep)
-            if len(first[t]) < quotas[t]:
-                first[t].append(ep)
-            if good and len(kept[t]) < quotas[t]:
-                kept[t].append(ep)
-        bar.update(sum(len(v) for v in kept.values()) - before)
+        take(eps, ok)
+        bar.set_postfix(candidates=len(candidates), steps_per_s=f"{steps / seconds:.0f}" if seconds > 0 else "-")
+        if store is not None:
+            store.append(eps, ok, {"source": "imaginary", "partial": True}, domain.state_dim, action_shape,
+                         sampler_count=sampler.count, gen_state=[int(x) for x in gen.get_state().tolist()],
+                         seconds=seconds, steps=steps, oracle_checked=oracle_checked)
     bar.close()
     per_task = {t: {"quota": quotas[t], "kept": len(kept[t]), "candidates": tried[t], "passed": honest[t],
                     "budget": budget[t]} for t in quotas}
@@ -481,6 +559,22 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
                   "rollouts_per_second": len(candidates) / seconds if seconds > 0 else math.inf}
     return BestOfN(kept=_round_robin(kept), unfiltered=_round_robin(first),
                    candidates=candidates, per_task=per_task, throughput=throughput, oracle_checked=oracle_checked)
+
+
+def _announce(env_id: str, level: str, quotas: Mapping[str, int], horizons: Mapping[str, int],
+              cfg: GenerateConfig, model: Any, progress: bool) -> None:
+    """Say before a level starts what it may cost: its quota, the candidate budget and the
+    longest rollouts; the bar's ETA then follows the kept rate measured round by round."""
+    total = sum(quotas.values())
+    most = sum(int(math.ceil(cfg.budget * q)) for q in quotas.values())
+    worst_steps = sum(int(math.ceil(cfg.budget * q)) * horizons[t] for t, q in quotas.items())
+    depth = (len(model.decoder.layers), "late entry" if getattr(model, "late_entry", False) else "every layer")
+    msg = (f"imagine {env_id}/{level}: {total:,} rollouts over {len(quotas)} tasks; at most {most:,} candidates "
+           f"(budget {cfg.budget:g}) and {worst_steps:,} imagined steps; numbers run through {depth[0]} decoder "
+           f"layers ({depth[1]}). The bar's ETA follows the kept rate, from the first round on.")
+    logger.info(msg)
+    if progress:
+        tqdm.write(msg)
 
 
 @dataclass
@@ -575,15 +669,19 @@ def generate_level(
             def oracle(eps: list[Episode]) -> np.ndarray:
                 checks = check_rollouts(env_id, level, eps, replay=False)
                 return checks.transitions_ok & checks.legal
-        if cfg.keep == "none":
-            quick = replace(cfg, budget=1.0)
-            result = best_of_n(model, domain, sampler, quotas, quick, horizons, None, progress,
-                               desc=f"imagine {env_id}/{level}")
-            kept = result.unfiltered
-        else:
-            result = best_of_n(model, domain, sampler, quotas, cfg, horizons, oracle, progress,
-                               desc=f"imagine {env_id}/{level}")
-            kept = result.kept
+        run_cfg = replace(cfg, budget=1.0) if cfg.keep == "none" else cfg
+        store = RoundStore(path.with_name(f"{path.stem}.partial"), {
+            "env_id": env_id, "level": level, "profile": prof.name, "quotas": quotas, "horizons": horizons,
+            "sampling": asdict(run_cfg), "checkpoint": str(checkpoint_dir),
+            "checkpoint_step": (checkpoint_meta.get("loaded") or {}).get("step", checkpoint_meta.get("step")),
+            "model": model.config.to_dict()})
+        if overwrite:
+            store.remove()
+        _announce(env_id, level, quotas, horizons, run_cfg, model, progress)
+        result = best_of_n(model, domain, sampler, quotas, run_cfg, horizons,
+                           oracle if cfg.keep != "none" else None, progress, desc=f"imagine {env_id}/{level}",
+                           store=store)
+        kept = result.unfiltered if cfg.keep == "none" else result.kept
     finally:
         sampler.close()
     short = {t: v for t, v in result.per_task.items() if v["kept"] < v["quota"]}
@@ -636,5 +734,6 @@ def generate_level(
         "device": device, "device_name": gpu, "scored": bool(score),
     })
     write_quality(quality_path(path), report)
+    store.remove()  # the level is saved: its rounds are no longer needed
     return GenerateResult(level=level, path=path, episodes=len(kept), generated=result.generated,
                           dropped=result.generated - len(kept), throughput=result.throughput, quality=report)

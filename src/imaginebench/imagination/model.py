@@ -65,6 +65,13 @@ class ModelConfig:
         lora_alpha: LoRA scaling numerator (scale = alpha / r).
         lora_dropout: dropout on the LoRA path.
         num_layers: keep only the first N decoder layers (``None``: all).  Faster on CPU.
+        numeric_layers: *late entry* (``None``: off, every position runs through every
+            layer).  With ``k``, state and action positions enter the decoder at its top ``k``
+            layers only: the layers below are frozen and run on the text alone (their output
+            is cached per distinct text, so a phrasing costs them once per run), LoRA (or full
+            fine-tuning) touches only the top ``k``.  The instruction still passes through the
+            whole pretrained stack; a numeric position costs ``k`` layers instead of all.  A
+            ``k`` at or above the backbone's depth means every layer (no late entry).
         residual_states: the state head predicts the change from the anchor state.
         end_head: a learned end-of-rollout output (:meth:`RolloutLM.predict_end`).
         match_embedding_scale: rescale the initial state/action embeddings to the token
@@ -77,6 +84,7 @@ class ModelConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.0
     num_layers: int | None = None
+    numeric_layers: int | None = None
     residual_states: bool = True
     end_head: bool = True
     match_embedding_scale: bool = True
@@ -89,6 +97,8 @@ class ModelConfig:
             raise ValueError(f"lora_rank must be >= 1, got {self.lora_rank}.")
         if self.num_layers is not None and self.num_layers < 1:
             raise ValueError(f"num_layers must be >= 1 or None, got {self.num_layers}.")
+        if self.numeric_layers is not None and self.numeric_layers < 1:
+            raise ValueError(f"numeric_layers must be >= 1 or None, got {self.numeric_layers}.")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,6 +143,11 @@ class Normaliser:
                    integer=np.asarray(d.get("integer", [False] * len(d["mean"])), bool))
 
 
+SCALE_REFERENCE_TEXT = "Generate a rollout for the following goal: move the object to the target. Rollout:"
+"""With late entry, numeric embeddings are scaled to the mean norm of this text's hidden states at
+the entry layer (its first position left out: decoders park outsized activations there)."""
+
+
 def default_device() -> torch.device:
     """CUDA when available, else CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -154,16 +169,37 @@ class RolloutLM(nn.Module):
         if len(normaliser.mean) != self.state_dim:
             raise ValueError(f"Normaliser has {len(normaliser.mean)} dims; the domain has {self.state_dim}.")
         lm = backbone.model
+        total_layers = len(lm.get_decoder().layers)
+        self.entry_layer = 0
+        """Index of the first decoder layer that sees state/action positions (late entry)."""
+        if config.numeric_layers is not None:
+            # k >= the depth: numbers see every layer, i.e. no late entry (the tiny test backbone)
+            self.entry_layer = max(0, total_layers - config.numeric_layers)
         if config.lora:
             import warnings
 
             from peft import LoraConfig, get_peft_model
 
+            extra: dict[str, Any] = {}
+            if self.entry_layer:  # every linear layer of the top layers (peft wants their names here)
+                names = sorted({n.rsplit(".", 1)[-1] for n, m in lm.get_decoder().layers[0].named_modules()
+                                if isinstance(m, nn.Linear)})
+                extra = {"target_modules": names, "layers_pattern": "layers",
+                         "layers_to_transform": list(range(self.entry_layer, total_layers))}
             with warnings.catch_warnings():  # peft 0.21 calls a transformers method deprecated in v5
                 warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
                 lm = get_peft_model(lm, LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,
-                                                   lora_dropout=config.lora_dropout, target_modules="all-linear"))
+                                                   lora_dropout=config.lora_dropout,
+                                                   **{"target_modules": "all-linear", **extra}))
+        elif self.entry_layer:
+            # full fine-tuning of the top layers only: the text below is cached, so it must not change
+            decoder = lm.get_decoder()
+            for module in (decoder.embed_tokens, *decoder.layers[:self.entry_layer]):
+                module.requires_grad_(False)
         self.lm = lm
+        self._views: tuple[Any, Any] | None = None
+        self._text_cache: dict[tuple[int, ...], torch.Tensor] = {}
+        """Late entry: hidden states at the entry layer of each distinct text, by its token ids."""
         hidden = self._base().config.get_text_config().hidden_size
         self.hidden_size = int(hidden)
         self.state_embed = nn.Linear(self.state_dim, hidden)
@@ -177,10 +213,10 @@ class RolloutLM(nn.Module):
         if self.end_head is not None:  # starts at the prior "ends here" probability END_PRIOR
             nn.init.zeros_(self.end_head.weight)
             nn.init.constant_(self.end_head.bias, math.log(END_PRIOR / (1.0 - END_PRIOR)))
-        if config.match_embedding_scale:
-            self.match_embedding_scale()
         self.register_buffer("state_mean", torch.as_tensor(normaliser.mean, dtype=torch.float32))
         self.register_buffer("state_std", torch.as_tensor(normaliser.std, dtype=torch.float32))
+        if config.match_embedding_scale:
+            self.match_embedding_scale()
 
     # ------------------------------------------------------------------ backbone parts
     def _base(self) -> Any:
@@ -188,7 +224,92 @@ class RolloutLM(nn.Module):
 
     @property
     def decoder(self) -> Any:
-        return self._base().get_decoder()
+        """The stack that positions with numbers run through: the whole decoder, or with late
+        entry its top ``numeric_layers`` layers (and the final norm)."""
+        if not self.entry_layer:
+            return self._base().get_decoder()
+        return self._late_views()[1]
+
+    @property
+    def late_entry(self) -> bool:
+        return bool(self.entry_layer)
+
+    def _late_views(self) -> tuple[Any, Any]:
+        """(lower, upper): two views of the one decoder that share its modules.
+
+        ``lower`` runs layers ``[0, entry)`` with no final norm (text only); ``upper`` runs
+        layers ``[entry, N)`` and the final norm.  The upper layers' cache slots are renumbered
+        from 0 (they only ever run in ``upper``), so a cache built from ``upper.config`` fits.
+        The views are not registered submodules: their parameters belong to the decoder.
+        """
+        if self._views is None:
+            import copy
+
+            full = self._base().get_decoder()
+            layers = list(full.layers)
+
+            def view(sub: list, final_norm: bool) -> Any:
+                v = copy.copy(full)
+                v._modules = dict(full._modules)
+                v.layers = nn.ModuleList(sub)
+                cfg = copy.copy(full.config)
+                cfg.num_hidden_layers = len(sub)
+                if getattr(cfg, "layer_types", None):
+                    first = 0 if sub[0] is layers[0] else self.entry_layer
+                    cfg.layer_types = list(cfg.layer_types)[first:first + len(sub)]
+                v.config = cfg
+                if not final_norm:
+                    v.norm = nn.Identity()
+                return v
+
+            for i, layer in enumerate(layers[self.entry_layer:]):
+                layer.self_attn.layer_idx = i
+            object.__setattr__(self, "_views", (view(layers[:self.entry_layer], False),
+                                                view(layers[self.entry_layer:], True)))
+        return self._views  # type: ignore[return-value]
+
+    @torch.no_grad()
+    def entry_text(self, texts: list[tuple[int, ...]]) -> list[torch.Tensor]:
+        """Hidden states at the entry layer of each text (token ids), ``(len, H)`` float32.
+
+        The lower layers are frozen, so each distinct text is computed once (batched, right
+        padded, positions ``0..len-1``) and cached.  Positions are the text's own: the lower
+        layers never see numeric positions, so a text's hidden states do not depend on where
+        numbers sit between its pieces.
+        """
+        missing = sorted({t for t in texts if t not in self._text_cache}, key=len)
+        lower = self._late_views()[0]
+        for i in range(0, len(missing), 64):
+            chunk = missing[i:i + 64]
+            length = max(len(t) for t in chunk)
+            ids = torch.zeros((len(chunk), length), dtype=torch.long, device=self.device)
+            mask = torch.zeros((len(chunk), length), dtype=torch.long, device=self.device)
+            for j, t in enumerate(chunk):
+                ids[j, :len(t)] = torch.as_tensor(t, device=self.device)
+                mask[j, :len(t)] = 1
+            pos = torch.arange(length, device=self.device).expand(len(chunk), -1)
+            with torch.autocast(device_type=self.device.type, enabled=False):
+                emb = self.token_embed(ids).float()
+                hidden = lower(inputs_embeds=emb, attention_mask=mask, position_ids=pos).last_hidden_state
+            for j, t in enumerate(chunk):
+                self._text_cache[t] = hidden[j, :len(t)].float().clone()
+        return [self._text_cache[t] for t in texts]
+
+    def _entry_text_embeds(self, kinds: torch.Tensor, tokens: torch.Tensor,
+                           mask: torch.Tensor | None) -> torch.Tensor:
+        """``(B, L, H)``: each row's text positions filled with its text's entry-layer hidden
+        states (zeros elsewhere and on padding)."""
+        is_text = kinds == TEXT
+        if mask is not None:
+            is_text = is_text & mask.bool()
+        k_np, t_np = is_text.cpu().numpy(), tokens.cpu().numpy()
+        texts = [tuple(int(x) for x in t_np[b][k_np[b]]) for b in range(len(t_np))]
+        hidden = self.entry_text(texts)
+        out = torch.zeros((*tokens.shape, self.hidden_size), dtype=torch.float32, device=self.device)
+        rows, cols = torch.nonzero(is_text, as_tuple=True)
+        if len(rows):
+            out[rows, cols] = torch.cat(hidden, dim=0)
+        return out
 
     @property
     def token_head(self) -> nn.Module:
@@ -201,6 +322,10 @@ class RolloutLM(nn.Module):
     @property
     def device(self) -> torch.device:
         return self.state_mean.device
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> "RolloutLM":
+        self._text_cache.clear()  # cached text states live on the old device/dtype
+        return super()._apply(fn, *args, **kwargs)
 
     # ------------------------------------------------------------------ embedding scale
     @staticmethod
@@ -223,7 +348,11 @@ class RolloutLM(nn.Module):
         """Mean vector norms: ``token`` (token-embedding rows), ``state``, ``action`` (see
         :meth:`_output_norm`)."""
         with torch.no_grad():
-            token = float(self.token_embed.weight.float().norm(dim=-1).mean())
+            if self.entry_layer:  # numbers enter beside the text's hidden states at the entry layer
+                ids = tuple(self.tokenizer(SCALE_REFERENCE_TEXT, add_special_tokens=False)["input_ids"])
+                token = float(self.entry_text([ids])[0][1:].norm(dim=-1).mean())
+            else:
+                token = float(self.token_embed.weight.float().norm(dim=-1).mean())
         return {"token": token, "state": self._output_norm(self.state_embed),
                 "action": self._output_norm(self.action_embed)}
 
@@ -312,9 +441,11 @@ class RolloutLM(nn.Module):
         return out
 
     def embed(self, kinds: torch.Tensor, tokens: torch.Tensor, states: torch.Tensor,
-              actions: torch.Tensor) -> torch.Tensor:
-        """``inputs_embeds``: token embeddings with state/action placeholders replaced."""
-        text = self.token_embed(tokens)
+              actions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``inputs_embeds`` of :attr:`decoder`: token embeddings (late entry: the text's hidden
+        states at the entry layer) with state/action placeholders replaced.  ``mask`` marks real
+        positions (late entry must know where padding is: padding is coded as text)."""
+        text = self.token_embed(tokens) if not self.entry_layer else self._entry_text_embeds(kinds, tokens, mask)
         st = self.embed_states(states).to(text.dtype)
         ac = self.embed_actions(actions).to(text.dtype)
         k = kinds.unsqueeze(-1)
@@ -336,7 +467,7 @@ class RolloutLM(nn.Module):
         and ``total`` = the weighted sum of the components that have targets (default weights 1).
         """
         t = self.tensors(batch)
-        emb = self.embed(t["kinds"], t["tokens"], t["states"], t["actions"])
+        emb = self.embed(t["kinds"], t["tokens"], t["states"], t["actions"], t["mask"])
         hidden = self.decode(emb, attention_mask=t["mask"].long()).last_hidden_state
         weights = {"state": 1.0, "action": 1.0, "text": 1.0, "end": 1.0, **(weights or {})}
         out: dict[str, torch.Tensor] = {}
@@ -378,6 +509,7 @@ class RolloutLM(nn.Module):
         if hasattr(self.lm, "merge_and_unload"):
             self.lm = self.lm.merge_and_unload()
             self._merged = True
+            object.__setattr__(self, "_views", None)
         return self
 
     def trainable_state(self) -> dict[str, torch.Tensor]:

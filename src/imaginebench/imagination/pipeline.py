@@ -2,7 +2,7 @@
 
 Sizes come from the profile (``lm_steps``, ``lm_batch_size``, ``imaginary_episodes``, ...);
 arguments override them.  Paths: the real data from :func:`imaginebench.data.load_real`,
-checkpoints under ``<data home>/models/rollout-lm/<env>/<profile>/<backbone>/``, imaginary
+checkpoints under ``<data home>/models/rollout-lm/<env>/<profile>/<backbone>[-late<k>]/``, imaginary
 datasets at ``dataset_path(env, "imaginary", level, profile)`` with their quality JSON beside.
 """
 
@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from imaginebench.config import get_profile
 from imaginebench.domains.base import choice_error
+from imaginebench.errors import UsageError
 
 
 def _levels(level: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -27,20 +28,35 @@ def _levels(level: str | Sequence[str] | None) -> tuple[str, ...]:
     return levels
 
 
-def checkpoint_dir(env_id: str, profile: str | None, backbone: str | None, checkpoint: str | Path | None) -> Path:
+def numeric_layers_of(profile: str | None, numeric_layers: int | None) -> int | None:
+    """Late entry asked for: ``None`` -> the profile's default, ``0`` -> off (every layer)."""
+    if numeric_layers is None:
+        return get_profile(profile).lm_numeric_layers
+    if numeric_layers < 0:
+        raise UsageError(f"--numeric-layers must be >= 0 (0 = every layer), got {numeric_layers}.")
+    return numeric_layers or None
+
+
+def checkpoint_dir(env_id: str, profile: str | None, backbone: str | None, checkpoint: str | Path | None,
+                   numeric_layers: int | None = None) -> Path:
+    """The rollout model's folder: ``checkpoint`` if given, else the default one of this backbone
+    and late-entry setting (``numeric_layers`` as :func:`numeric_layers_of` reads it)."""
     from imaginebench.imagination.checkpoint import default_checkpoint_dir
 
     if checkpoint is not None:
         return Path(checkpoint).expanduser()
-    return default_checkpoint_dir(env_id, profile, backbone or get_profile(profile).lm_backbone)
+    return default_checkpoint_dir(env_id, profile, backbone or get_profile(profile).lm_backbone,
+                                  numeric_layers_of(profile, numeric_layers))
 
 
 def train(env_id: str, profile: str | None = None, backbone: str | None = None, lora: bool = True,
           steps: int | None = None, num_layers: int | None = None, batch_size: int | None = None,
           lr: float | None = None, out: str | Path | None = None, overwrite: bool = False, resume: bool = True,
           bf16: bool = False, threads: int | None = None, seed: int = 0, progress: bool = True,
-          device: str | None = None, **train_overrides: Any):
-    """Fine-tune the rollout model on ``env_id``'s real train data; returns a ``FinetuneResult``."""
+          device: str | None = None, numeric_layers: int | None = None, **train_overrides: Any):
+    """Fine-tune the rollout model on ``env_id``'s real train data; returns a ``FinetuneResult``.
+
+    ``numeric_layers``: late entry (``None``: the profile's default, 0: every layer)."""
     from imaginebench.data.hub import load_real
     from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.backbones import check_backbone
@@ -51,7 +67,8 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     prof = get_profile(profile)
     backbone = check_backbone(backbone or prof.lm_backbone)
     real = load_real(env_id, "train", prof.name)
-    mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers)
+    late = numeric_layers_of(prof.name, numeric_layers)
+    mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers, numeric_layers=late)
     settings: dict[str, Any] = {
         "steps": steps if steps is not None else prof.lm_steps,
         "batch_size": batch_size if batch_size is not None else prof.lm_batch_size,
@@ -60,7 +77,7 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     }
     settings.update(train_overrides)
     tcfg = TrainConfig(**settings)
-    folder = checkpoint_dir(env_id, prof.name, backbone, out)
+    folder = checkpoint_dir(env_id, prof.name, backbone, out, late or 0)
     return finetune(env_id, real, folder, mcfg, tcfg, profile=prof.name, resume=resume, overwrite=overwrite,
                     progress=progress, device=resolve_device(device))
 
@@ -70,7 +87,7 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
              temperature: float = 1.0, batch_size: int | None = None, seed: int = 1, filter_invalid: bool = False,
              overwrite: bool = False, bf16: bool = False, threads: int | None = None, progress: bool = True,
              device: str | None = None, max_steps: int | None = None, keep: str = "honest", budget: float = 16.0,
-             stop_on_end: bool = True, score: bool = True) -> list:
+             stop_on_end: bool = True, score: bool = True, numeric_layers: int | None = None) -> list:
     """Imagine rollouts for each level (default rephrase, easy, hard); returns ``GenerateResult`` s.
 
     ``keep``: ``honest`` (default; success + legality by the domain's pure functions), ``none``
@@ -91,9 +108,10 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
                          bf16=bf16, max_steps=max_steps, keep="oracle" if filter_invalid else keep, budget=budget,
                          stop_on_end=stop_on_end)
-    folder = checkpoint_dir(env_id, prof.name, backbone, checkpoint)
+    late = numeric_layers_of(prof.name, numeric_layers)
+    folder = checkpoint_dir(env_id, prof.name, backbone, checkpoint, late or 0)
     model, meta = load_checkpoint(folder, device=resolve_device(device),
-                                  train_hint=train_command(env_id, prof.name, backbone or prof.lm_backbone))
+                                  train_hint=train_command(env_id, prof.name, backbone or prof.lm_backbone, late))
     model.merge_lora()  # generation only: fold LoRA into the weights (same outputs, fewer matmuls)
     return [generate_level(env_id, lv, model, meta, folder, profile=prof.name, episodes=episodes, cfg=cfg,
                            overwrite=overwrite, progress=progress, score=score)

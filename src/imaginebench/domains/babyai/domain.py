@@ -10,6 +10,7 @@ import numpy as np
 from imaginebench.domains.babyai import batch as B
 from imaginebench.domains.babyai import layout as L
 from imaginebench.domains.babyai import success as S
+from imaginebench.domains.babyai import symmetry as SYM
 from imaginebench.domains.babyai.legality import legality_errors
 from imaginebench.domains.babyai.tasks import build_tasks
 from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task
@@ -44,6 +45,15 @@ class BabyAIDomain(Domain):
         low = np.zeros(L.STATE_DIM)
         low[L.CARRIED_COLOR] = L.NO_COLOR
         return low, high
+
+    def symmetries(self) -> tuple[str, ...]:
+        """The room's eight rotations and reflections (:mod:`.symmetry`)."""
+        return SYM.SYMMETRY_NAMES
+
+    def transform_episode(self, states: np.ndarray, actions: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        if name not in SYM.SYMMETRIES:
+            return super().transform_episode(states, actions, name)
+        return SYM.transform_episode(states, actions, name)
 
     def initial_progress(self, task: Task, state: np.ndarray) -> np.ndarray:
         return S.initial_progress(np.asarray(state, dtype=np.float64))
