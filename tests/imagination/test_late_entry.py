@@ -121,3 +121,34 @@ def test_late_entry_cache_generation_equals_recomputation(clevr):
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x.actions, y.actions)
         np.testing.assert_allclose(x.states, y.states, atol=1e-4)
+
+
+@pytest.mark.parametrize("lora", [True, False])
+def test_late_entry_checkpoint_round_trip(tmp_path, lora):
+    from imaginebench.imagination import checkpoint as ckpt
+
+    model = late_model(lora=lora, seed=6)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(0.01)
+    ckpt.save_checkpoint(tmp_path / "ck", model, {"env_id": "CLEVR-v0", "step": 2})
+    loaded, meta = ckpt.load_checkpoint(tmp_path / "ck", device="cpu")
+    assert meta["model"]["numeric_layers"] == 1 and loaded.entry_layer == 1
+    b = SequenceBuilder(model.tokenizer, STATE_DIM, True, N_ACTIONS)
+    rng = np.random.default_rng(2)
+    batch = collate([b.example(task, "push the red ball to the left of the blue ball",
+                               rng.uniform(-0.3, 0.3, (4, STATE_DIM)).astype(np.float32), rng.integers(0, 40, 3), rng)
+                     for task in ("rollout", "dynamics", "explanation")])
+    with torch.no_grad():
+        a, c = model.losses(batch), loaded.losses(batch)
+    for k in ("state", "action", "text"):
+        torch.testing.assert_close(a[k], c[k])
+
+
+def test_a_depth_at_or_above_the_backbone_is_the_full_depth_model():
+    torch.manual_seed(0)
+    norm = Normaliser.fit(np.random.default_rng(0).uniform(-0.4, 0.4, (64, STATE_DIM)))
+    model = RolloutLM(load_backbone("tiny"), ModelConfig(backbone="tiny", numeric_layers=4), STATE_DIM, True,
+                      N_ACTIONS, norm)
+    assert model.entry_layer == 0 and not model.late_entry and len(model.decoder.layers) == 2
