@@ -66,8 +66,8 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     env_id = env_spec(env_id).env_id
     prof = get_profile(profile)
     backbone = check_backbone(backbone or prof.lm_backbone)
-    real = load_real(env_id, "train", prof.name)
     late = numeric_layers_of(prof.name, numeric_layers)
+    real = load_real(env_id, "train", prof.name)
     mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers, numeric_layers=late)
     settings: dict[str, Any] = {
         "steps": steps if steps is not None else prof.lm_steps,
