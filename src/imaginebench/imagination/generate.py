@@ -251,15 +251,39 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
     batch = collate([builder.rollout_prompt(s.instruction, s.state) for s in starts], left_pad=True)
     t = model.tensors(batch)
     autocast = torch.autocast(device_type=model.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
-    with autocast:
-        emb = model.embed(t["kinds"], t["tokens"], t["states"], t["actions"], t["mask"])
     mask = t["mask"].long()
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     last_pos = positions[:, -1]
     active = list(range(len(rows)))
     current = torch.as_tensor(np.stack([s.state for s in starts]), device=model.device, dtype=torch.float32)
+    late_prompt = cfg.use_cache and getattr(model, "late_entry", False) and not model.training
+    if not late_prompt:
+        with autocast:
+            emb = model.embed(t["kinds"], t["tokens"], t["states"], t["actions"], t["mask"])
 
-    if cfg.use_cache:
+    if late_prompt:
+        # the prompt's text in the top stack comes from the per-phrasing cache; only S0 is decoded
+        cache = DynamicCache(config=model.decoder.config)
+        texts = [tuple(builder.rollout_prompt(s.instruction, s.state).tokens[:-1].tolist()) for s in starts]
+        per_row = model.prompt_kv(texts, bf16=cfg.bf16)
+        length = max(len(x) for x in texts)
+        for layer in range(len(per_row[0])):
+            k0, v0 = per_row[0][layer]
+            keys = k0.new_zeros((len(texts), k0.shape[1], length, k0.shape[3]))
+            values = v0.new_zeros((len(texts), v0.shape[1], length, v0.shape[3]))
+            for i, kv in enumerate(per_row):
+                n = len(texts[i])
+                keys[i, :, length - n:], values[i, :, length - n:] = kv[layer][0][0], kv[layer][1][0]
+            cache.update(keys, values, layer)
+        text_mask = torch.zeros((len(texts), length), dtype=torch.long, device=model.device)
+        for i, x in enumerate(texts):
+            text_mask[i, length - len(x):] = 1
+        mask = torch.cat([text_mask, text_mask.new_ones(len(texts), 1)], dim=1)
+        last_pos = torch.as_tensor([len(x) for x in texts], device=model.device)
+        with autocast:
+            hidden = model.decode(model.embed_states(current).unsqueeze(1), mask, last_pos.unsqueeze(1), cache,
+                                  use_cache=True).last_hidden_state[:, -1]
+    elif cfg.use_cache:
         cache = DynamicCache(config=model.decoder.config)
         with autocast:
             hidden = model.decode(emb, mask, positions, cache, use_cache=True).last_hidden_state[:, -1]

@@ -295,6 +295,38 @@ class RolloutLM(nn.Module):
                 self._text_cache[t] = hidden[j, :len(t)].float().clone()
         return [self._text_cache[t] for t in texts]
 
+    @torch.no_grad()
+    def prompt_kv(self, texts: list[tuple[int, ...]], bf16: bool = False) -> list[list[tuple[torch.Tensor, torch.Tensor]]]:
+        """Late entry, generation only: each text's keys and values in the top stack, per layer
+        ``(key, value)`` of shape ``(1, kv_heads, len, head_dim)``, cached per text.
+
+        A generation prompt is text then the first state; the text part of the top stack then
+        depends on the text alone (positions ``0..len-1``), so it is computed once per phrasing
+        instead of once per rollout (it was two thirds of CLEVR's generation time).  Only valid
+        while the weights do not change: the cache is emptied by :meth:`merge_lora` and by
+        switching to training mode.
+        """
+        cache: dict[Any, Any] = self.__dict__.setdefault("_prompt_kv", {})
+        key_of = [(t, bool(bf16)) for t in texts]
+        missing = [t for t in dict.fromkeys(key_of) if t not in cache]
+        if missing:
+            from transformers import DynamicCache
+
+            upper = self.decoder
+            hidden = self.entry_text([t for t, _ in missing])
+            for (t, use_bf16), h in zip(missing, hidden):
+                kv = DynamicCache(config=upper.config)
+                pos = torch.arange(len(t), device=self.device).unsqueeze(0)
+                with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                    upper(inputs_embeds=h.unsqueeze(0), attention_mask=torch.ones_like(pos), position_ids=pos,
+                          past_key_values=kv, use_cache=True)
+                cache[(t, use_bf16)] = [(layer.keys, layer.values) for layer in kv.layers]
+        return [cache[k] for k in key_of]
+
+    def train(self, mode: bool = True) -> "RolloutLM":
+        self.__dict__.pop("_prompt_kv", None) if mode else None
+        return super().train(mode)
+
     def _entry_text_embeds(self, kinds: torch.Tensor, tokens: torch.Tensor,
                            mask: torch.Tensor | None) -> torch.Tensor:
         """``(B, L, H)``: each row's text positions filled with its text's entry-layer hidden
@@ -325,6 +357,7 @@ class RolloutLM(nn.Module):
 
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> "RolloutLM":
         self._text_cache.clear()  # cached text states live on the old device/dtype
+        self.__dict__.pop("_prompt_kv", None)
         return super()._apply(fn, *args, **kwargs)
 
     # ------------------------------------------------------------------ embedding scale
@@ -510,6 +543,7 @@ class RolloutLM(nn.Module):
             self.lm = self.lm.merge_and_unload()
             self._merged = True
             object.__setattr__(self, "_views", None)
+            self.__dict__.pop("_prompt_kv", None)
         return self
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
