@@ -232,6 +232,13 @@ class Domain(abc.ABC):
     def is_legal(self, state: np.ndarray) -> bool:
         """Whether ``state`` is physically valid (bounds, overlaps, discrete values). Pure."""
 
+    def complete_states(self, states: np.ndarray) -> np.ndarray:
+        """``(N, D)`` states with the entries that the layout *defines* as functions of other
+        entries recomputed from those (e.g. a carried object's colour and cell); identity by
+        default.  Legal states are unchanged; generation applies it to imagined states so that
+        a model is not asked to regress a copy.  Pure; never reads the simulator or the task."""
+        return np.asarray(states)
+
     def symmetries(self) -> tuple[str, ...]:
         """Names of maps that turn any real episode of a train task into another exact episode
         of the same task and instruction (e.g. a rotation of a square room); none by default.

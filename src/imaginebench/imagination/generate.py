@@ -70,6 +70,9 @@ class GenerateConfig:
         stop_on_end: also end a rollout where the model's learned end-of-rollout output says
             so (probability above ``end_threshold``), when the checkpoint has that output.
         end_threshold: probability above which the end-of-rollout output ends a rollout.
+        complete_states: recompute the state entries the domain's layout defines from other
+            entries (``Domain.complete_states``; BabyAI: the carried record) in every imagined
+            state before it is scored and fed back.  Pure, no simulator.
     """
 
     temperature: float = 1.0
@@ -82,6 +85,7 @@ class GenerateConfig:
     budget: float = 16.0
     stop_on_end: bool = True
     end_threshold: float = 0.5
+    complete_states: bool = True
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -312,6 +316,9 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
             hidden = feed(model.embed_actions(actions))
         nxt = _round_states(model, model.denormalise(model.predict_states(hidden, current)))
         a_np, s_np = actions.cpu().numpy(), nxt.float().cpu().numpy()
+        if cfg.complete_states:
+            s_np = np.asarray(domain.complete_states(s_np), np.float32)
+            nxt = torch.as_tensor(s_np, device=nxt.device, dtype=nxt.dtype)
         act = [int(a) for a in a_np] if model.discrete else [a.astype(np.float32) for a in a_np]
         live = [rows[r] for r in active]
         succ, rew, prog = _outcomes(domain, live, act, s_np)

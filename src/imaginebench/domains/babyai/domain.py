@@ -46,6 +46,22 @@ class BabyAIDomain(Domain):
         low[L.CARRIED_COLOR] = L.NO_COLOR
         return low, high
 
+    def complete_states(self, states: np.ndarray) -> np.ndarray:
+        """The carried record is defined by the carried object (:mod:`.layout`): with
+        ``carried_type`` 1..3 the carried colour is that object's colour and the object's cell
+        is the agent's; with 0 the carried colour is -1.  Other ``carried_type`` values are left
+        alone (still illegal)."""
+        out = np.array(states, dtype=np.float32 if np.asarray(states).dtype != np.float64 else np.float64)
+        kind = out[:, L.CARRIED_TYPE]
+        out[kind == L.NOTHING, L.CARRIED_COLOR] = L.NO_COLOR
+        for name, code in L.CARRIED_CODE.items():
+            rows = kind == code
+            slot = L.OBJECT_SLOT[name]
+            out[rows, L.CARRIED_COLOR] = out[rows, slot]
+            out[rows, slot + 1] = out[rows, L.AGENT_ROW]
+            out[rows, slot + 2] = out[rows, L.AGENT_COL]
+        return out
+
     def symmetries(self) -> tuple[str, ...]:
         """The room's eight rotations and reflections (:mod:`.symmetry`)."""
         return SYM.SYMMETRY_NAMES
