@@ -316,8 +316,9 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
             hidden = feed(model.embed_actions(actions))
         nxt = _round_states(model, model.denormalise(model.predict_states(hidden, current)))
         a_np, s_np = actions.cpu().numpy(), nxt.float().cpu().numpy()
-        if cfg.complete_states:
-            s_np = np.asarray(domain.complete_states(s_np), np.float32)
+        complete = getattr(domain, "complete_states", None) if cfg.complete_states else None
+        if complete is not None:
+            s_np = np.asarray(complete(s_np), np.float32)
             nxt = torch.as_tensor(s_np, device=nxt.device, dtype=nxt.dtype)
         act = [int(a) for a in a_np] if model.discrete else [a.astype(np.float32) for a in a_np]
         live = [rows[r] for r in active]
