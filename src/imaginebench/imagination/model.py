@@ -324,7 +324,8 @@ class RolloutLM(nn.Module):
         return [cache[k] for k in key_of]
 
     def train(self, mode: bool = True) -> "RolloutLM":
-        self.__dict__.pop("_prompt_kv", None) if mode else None
+        if mode:  # the weights may change from here on: cached prompt keys/values go stale
+            self.__dict__.pop("_prompt_kv", None)
         return super().train(mode)
 
     def _entry_text_embeds(self, kinds: torch.Tensor, tokens: torch.Tensor,
