@@ -55,5 +55,5 @@ def test_a_checkpoint_with_a_pickled_object_is_refused(tmp_path):
         pickle.dump({"optimizer": Payload()}, f)
     from imaginebench.imagination.checkpoint import load_resume_state
 
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(ValueError, match="pickled objects"):
         load_resume_state(tmp_path, {"files": {"optimizer": "resume.pt"}})

@@ -85,3 +85,27 @@ def remove_temporaries(path: str | Path) -> list[Path]:
     for p in stale:
         p.unlink(missing_ok=True)
     return stale
+
+
+def torch_load_plain(source: Any, map_location: Any = "cpu") -> Any:
+    """``torch.load(weights_only=True)``: tensors, numbers, strings, bytes and containers of them,
+    never a pickled object (which could run code on load).  A file holding one raises a one-line
+    ``ValueError`` (torch's own message spans a dozen lines and suggests the unsafe fallback)."""
+    import pickle
+    import warnings
+
+    import torch
+
+    try:
+        with warnings.catch_warnings():  # torch warns about the pickle protocol of foreign files
+            warnings.simplefilter("ignore")
+            return torch.load(source, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError:
+        raise ValueError("it holds pickled objects, not only tensors and numbers; refused, since loading it "
+                         "could run code") from None
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of ``exc``'s message (or its type's name), at most ``limit`` characters."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:limit]

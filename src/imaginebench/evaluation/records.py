@@ -4,7 +4,8 @@ Layout under the data home::
 
     runs/<env id>/<profile>/<level>/<data>/<algo>[@<tag>]/seed<k>/
         record.json      the results record (written last; its presence = run finished)
-        model.d3         final weights + d3rlpy config (``d3rlpy.load_learnable``)
+        model.pt         final weights + d3rlpy config, read without unpickling (:mod:`imaginebench.algos.weights`)
+        model.d3         the same as d3rlpy's own pickle (``d3rlpy.load_learnable``): an export, never read here
         checkpoint.pt    resume state while the run is unfinished (removed at the end)
 
 ``data`` is ``imaginary`` (real + that level's imaginary rollouts; real only at ``train``),
@@ -24,9 +25,10 @@ run's own evaluation episodes, see :mod:`imaginebench.evaluation.reference`),
 ``normalised`` (level -> 100·(score − random)/(expert − random), null where the expert is not
 above chance), ``curve`` (per checkpoint: step, and per level success, per-task success, mean length),
 ``config`` (algorithm fields, encoder, standardisation; ``derived``: what the algorithm took from the
-data, e.g. Decision Transformer's target return), ``versions``, and ``timing``
-(wall/train/eval seconds, steps/s, start and end time, step resumed from) — everything
-that may differ between two runs of the same seed lives under ``timing``.
+data, e.g. Decision Transformer's target return), ``versions``, ``files`` (``model.pt`` -> its
+SHA-256: what ``finetune --from`` loads, checked first), and ``timing`` (wall/train/eval seconds,
+steps/s, start and end time, step resumed from) — everything that may differ between two runs of
+the same seed lives under ``timing`` and ``files``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from imaginebench.fileio import write_json  # noqa: F401  (re-exported: records 
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
-VOLATILE_KEYS = ("timing",)
+VOLATILE_KEYS = ("timing", "files")
+"""Keys that may differ between two runs of the same seed: wall times, and the checksums of saved
+files (``torch.save`` bytes differ with the optimiser state's history, e.g. after a resume)."""
 
 
 def runs_root() -> Path:

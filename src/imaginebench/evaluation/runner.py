@@ -25,7 +25,7 @@ from imaginebench.algos.registry import AlgoSpec, resolve
 from imaginebench.config import get_profile
 from imaginebench.domains.base import check_level, choice_error
 from imaginebench.errors import UsageError
-from imaginebench.fileio import atomic_path, check_writable, remove_temporaries
+from imaginebench.fileio import atomic_path, check_writable, first_line, remove_temporaries, torch_load_plain
 from imaginebench.evaluation.protocol import (
     LAST_CHECKPOINTS,
     Evaluator,
@@ -268,14 +268,17 @@ def _save_checkpoint(path: Path, algo, step: int, curve: list, sampler_rng: np.r
 def _load_checkpoint(path: Path, algo, sampler_rng: np.random.Generator) -> dict[str, Any]:
     import torch
 
+    from imaginebench.algos.weights import load_impl_state
+
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)  # plain data: no pickled code runs
+        state = torch_load_plain(path)  # plain data: no pickled code runs
         digest = state.get("model_sha256")  # absent in checkpoints written before it was recorded
         if digest is not None and hashlib.sha256(state["model"]).hexdigest() != digest:
             raise ValueError("the model and optimiser bytes do not match their SHA-256")
-        algo.impl.load_model(io.BytesIO(state["model"]))
+        load_impl_state(algo.impl, state["model"])
     except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
-        raise ValueError(f"Cannot resume from {path} ({exc}); delete it to restart the run from scratch.") from None
+        raise ValueError(f"Cannot resume from {path} ({first_line(exc)}); delete that file to restart the run "
+                         "from scratch.") from None
     algo.set_grad_step(int(state["grad_step"]))
     sampler_rng.bit_generator.state = state["sampler_rng"]
     torch.set_rng_state(state["torch_rng"])
@@ -342,7 +345,7 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
 
     sources, weights, source_info = load_sources(spec, domain.env_id)
     check_writable(path)
-    for name in (CHECKPOINT_NAME, RECORD_NAME):  # temporaries of a killed earlier attempt
+    for name in (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME, "model.pt"):  # temporaries of a killed earlier attempt
         remove_temporaries(path / name)
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -491,7 +494,11 @@ def _finish(run: _Run, env_factory) -> RunResult:
         "started_at": run.started_at, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "resumed_from_step": run.resumed_from, **run.engine,
     }
-    run.algo.save(str(run.path / MODEL_NAME))
+    from imaginebench.algos.weights import MODEL_FILE, save_model
+
+    record["files"] = {MODEL_FILE: save_model(run.algo, run.path / MODEL_FILE)}  # what finetune --from reads
+    with atomic_path(run.path / MODEL_NAME) as tmp:  # d3rlpy's format, an export for its users: never read here
+        run.algo.save(str(tmp))
     write_json(run.path / RECORD_NAME, record)
     run.ckpt_path.unlink(missing_ok=True)
     return RunResult(record, run.path, skipped=False, resumed_from=run.resumed_from)

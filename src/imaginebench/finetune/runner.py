@@ -8,7 +8,8 @@ Layout under the data home::
 
     finetune/<env>/<profile>/<level>/<start>/<method>[@<tag>]/seed<k>/
         record.json     results (written last; its presence = finished)
-        model.d3        final weights + d3rlpy config
+        model.pt        final weights + d3rlpy config (read without unpickling)
+        model.d3        the same as d3rlpy's pickle: an export, never read here
         checkpoint.pt   resume state while unfinished
 """
 
@@ -28,7 +29,8 @@ import numpy as np
 from imaginebench.errors import UsageError
 from imaginebench.evaluation.records import RECORD_NAME
 from imaginebench.evaluation.runner import CHECKPOINT_NAME, MODEL_NAME
-from imaginebench.fileio import atomic_path, check_writable, remove_temporaries, write_json
+from imaginebench.fileio import (atomic_path, check_writable, first_line, remove_temporaries, torch_load_plain,
+                                 write_json)
 from imaginebench.finetune.buffer import OnlineBuffer, concat_batches
 from imaginebench.finetune.interaction import Interaction
 from imaginebench.finetune.spec import (
@@ -233,17 +235,16 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
         _check_settings(record.get("settings"), _settings(spec, method, config, start, encoder_name), path)
         return FinetuneResult(record, path, skipped=True)
     check_writable(path)
-    for name in (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME):
+    for name in (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME, "model.pt"):
         remove_temporaries(path / name)
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     action_size = domain.action_dim
     offline_model = None
     if start.run is not None:
-        import imaginebench.algos.encoders  # noqa: F401  (register our encoder and optimiser factories
-        import imaginebench.algos.optimizers  # noqa: F401  with d3rlpy before it reads a saved config)
+        from imaginebench.algos.weights import MODEL_FILE, load_model
 
-        offline_model = d3rlpy.load_learnable(str(start.run / MODEL_NAME), device=device)
+        offline_model = load_model(start.run / MODEL_FILE, device=device, sha256=start.model_sha256)
     offline, offline_info = None, []
     if spec.offline_ratio > 0 or start.run is None:  # scratch: its standardisation comes from the real data
         offline, offline_info = _offline_source(spec, start, encoder, action_size if domain.discrete_actions else None)
@@ -302,17 +303,20 @@ def _save_checkpoint(run: _Finetune) -> None:
 def _load_checkpoint(run: _Finetune) -> None:
     import torch
 
+    from imaginebench.algos.weights import load_impl_state
+
     try:
-        state = torch.load(run.ckpt_path, map_location="cpu", weights_only=True)
+        state = torch_load_plain(run.ckpt_path)
         if hashlib.sha256(state["model"]).hexdigest() != state["model_sha256"]:
             raise ValueError("the model and optimiser bytes do not match their SHA-256")
         _check_settings(state.get("settings"), run.settings(), run.path)
-        run.algo.impl.load_model(io.BytesIO(state["model"]))
+        load_impl_state(run.algo.impl, state["model"])
         run.buffer.load_state_dict(state["buffer"])
     except UsageError:
         raise
     except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
-        raise ValueError(f"Cannot resume from {run.ckpt_path} ({exc}); delete it to restart the fine-tune.") from None
+        raise ValueError(f"Cannot resume from {run.ckpt_path} ({first_line(exc)}); delete that file to restart "
+                         "the fine-tune.") from None
     run.algo.set_grad_step(int(state["grad_step"]))
     run.env_steps, run.curve = int(state["env_steps"]), list(state["curve"])
     run.table.ids(list(state["instructions"]))  # same rows as before (the bank comes first in both)
@@ -425,7 +429,10 @@ def _finish(run: _Finetune) -> FinetuneResult:
         "started_at": run.started_at, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "resumed_from_env_step": run.resumed_from, "env_steps_this_session": trained,
     }
-    with atomic_path(run.path / MODEL_NAME) as tmp:
+    from imaginebench.algos.weights import MODEL_FILE, save_model
+
+    record["files"] = {MODEL_FILE: save_model(run.algo, run.path / MODEL_FILE)}
+    with atomic_path(run.path / MODEL_NAME) as tmp:  # d3rlpy's format, an export for its users: never read here
         run.algo.save(str(tmp))
     write_json(run.path / RECORD_NAME, record)
     run.ckpt_path.unlink(missing_ok=True)

@@ -159,7 +159,7 @@ class Start:
         label: the start as tables write it (``scratch``, ``offline real``, ``offline real+imaginary``).
         run: the offline run's folder (``None`` for scratch).
         record: its record (``{}`` for scratch).
-        model_sha256: SHA-256 of its ``model.d3``.
+        model_sha256: SHA-256 of its ``model.pt`` as its record states it (checked on load).
     """
 
     name: str
@@ -189,7 +189,8 @@ def resolve_start(spec: FinetuneSpec) -> Start:
     """The start of ``spec``; a missing or unfinished offline run is a one-line error naming the
     command that trains it."""
     from imaginebench.evaluation.records import RECORD_NAME, read_record
-    from imaginebench.evaluation.runner import MODEL_NAME, RunSpec, run_dir
+    from imaginebench.algos.weights import MODEL_FILE
+    from imaginebench.evaluation.runner import RunSpec, run_dir
 
     if spec.start == "scratch":
         return Start("scratch", "scratch", None, {}, None)
@@ -212,18 +213,37 @@ def resolve_start(spec: FinetuneSpec) -> Start:
     else:
         folder = Path(spec.start).expanduser()
         hint = "train it with imaginebench train, or point --from at a finished run's folder"
-    record_path, model_path = folder / RECORD_NAME, folder / MODEL_NAME
-    if not (record_path.exists() and model_path.exists()):
-        raise FileNotFoundError(f"No finished offline run at {folder} (needs {RECORD_NAME} and {MODEL_NAME}); {hint}.")
+    record_path, model_path = folder / RECORD_NAME, folder / MODEL_FILE
+    if not record_path.exists():
+        raise FileNotFoundError(f"No finished offline run at {folder} (needs {RECORD_NAME} and {MODEL_FILE}); {hint}.")
     record = read_record(record_path)
     if record.get("env") != _env_id(spec.env_id):
         raise UsageError(f"The run at {folder} is a {record.get('env')} run; this fine-tune is on {spec.env_id}.")
-    digest = hashlib.sha256(model_path.read_bytes()).hexdigest()
+    digest = (record.get("files") or {}).get(MODEL_FILE)
+    if not model_path.exists() or not isinstance(digest, str):
+        # runs written before model.pt existed hold only d3rlpy's model.d3, a pickle: never loaded
+        raise FileNotFoundError(f"The offline run at {folder} has no {MODEL_FILE} with a checksum in its record "
+                                f"(runs finished before 2026-11-26 only have model.d3, which is never loaded: it "
+                                f"is a pickle); train it again under a new tag, e.g. "
+                                f"imaginebench train --env {spec.env_id} --algo {record.get('algo')} --level "
+                                f"{record.get('level')} --seeds {record.get('seed')} --profile "
+                                f"{record.get('profile')}{_data_flags(record)} --tag retrained, then start from "
+                                f"{record.get('algo')}@retrained/{record.get('data')}.")
     name = record["algo"] + (f"@{record['tag']}" if record.get("tag") else "") + f"-{record['data']}"
     if canonical is None and folder.resolve() != _canonical_folder(spec, record).resolve():
         name += "-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
     label = DATA_LABELS.get(record["data"], f"offline {record['data']}")
     return Start(name, label, folder, record, digest)
+
+
+def _data_flags(record: dict[str, Any]) -> str:
+    """The ``imaginebench train`` flags that give ``record``'s data setting."""
+    data = str(record.get("data"))
+    if data == "real":
+        return " --real-only" if record.get("level") != "train" else ""
+    if data == "real-upper-bound":
+        return " --real-upper-bound"
+    return f" --imaginary {data.partition('-')[2]}" if data.startswith("imaginary-") else ""
 
 
 def _env_id(env_id: str) -> str:

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import torch
 
 from imaginebench.config import data_home, get_profile
-from imaginebench.fileio import atomic_path
+from imaginebench.fileio import atomic_path, torch_load_plain
 
 FORMAT = "imaginebench-rollout-lm"
 SCHEMA_VERSION = 2
@@ -269,7 +269,10 @@ def load_resume_state(folder: Path, meta: Mapping[str, Any] | None = None) -> di
     if not path.exists():
         return None
     verified(folder, meta, path.name)
-    return torch.load(path, map_location="cpu", weights_only=True)  # plain tensors and numbers: no pickled code
+    try:
+        return torch_load_plain(path)  # plain tensors and numbers: no pickled code
+    except ValueError as exc:
+        raise ValueError(f"Cannot resume from {path} ({exc}); train with --overwrite to start over.") from None
 
 
 def append_log(folder: Path, record: Mapping[str, Any]) -> None:
