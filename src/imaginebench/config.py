@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from imaginebench.domains.base import choice_error
+from imaginebench.errors import UsageError
 
 HOME_ENV_VAR = "IMAGINEBENCH_HOME"
 PROFILE_ENV_VAR = "IMAGINEBENCH_PROFILE"
@@ -98,12 +99,14 @@ class Profile:
     seeds: tuple[int, ...] = field(default=(0, 1, 2))
 
     def episodes(self, env_id: str, source: str, level: str) -> int:
-        """Number of episodes of ``source`` (real/imaginary) data for ``env_id`` at ``level``."""
-        if source == "imaginary":
-            return int(self.imaginary_episodes[env_id][level])
-        if level == "train":
-            return int(self.real_episodes[env_id])
-        return int(self.upper_bound_episodes[env_id])
+        """Number of episodes of ``source`` (real/imaginary) data for ``env_id`` at ``level``
+        (an environment the profile has no size for, e.g. a plugin's, is a one-line error)."""
+        table = (self.imaginary_episodes if source == "imaginary" else
+                 self.real_episodes if level == "train" else self.upper_bound_episodes)
+        if env_id not in table:
+            raise UsageError(f"The {self.name} profile has no {source} {level} episode count for {env_id}; give "
+                             f"--episodes N.")
+        return int(table[env_id][level] if source == "imaginary" else table[env_id])
 
 
 PROFILES: dict[str, Profile] = {

@@ -39,14 +39,38 @@ def atomic_path(path: str | Path, suffix: str = ".tmp") -> Iterator[Path]:
             os.remove(tmp)
 
 
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (numpy's too) replaced by ``None``: NaN is not JSON,
+    and a reader that meets ``null`` where it wants a number fails visibly instead of comparing NaN."""
+    import math
+
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, float) or type(obj).__module__ == "numpy" and hasattr(obj, "dtype") and obj.dtype.kind == "f":
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    return obj
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON atomically (non-finite floats allowed, numpy floats too)."""
+    """Write ``obj`` as indented JSON atomically (numpy numbers as numbers; NaN and infinities,
+    which JSON has no spelling for, as ``null``: :func:`finite_json`)."""
     path = Path(path)
+    text = json.dumps(finite_json(obj), indent=1, allow_nan=False, default=float)
     with atomic_path(path) as tmp:
         with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1, allow_nan=True, default=float)
-            f.write("\n")
+            f.write(text + "\n")
     return path
+
+
+def read_json(path: str | Path) -> Any:
+    """JSON from ``path``; ``NaN``/``Infinity`` (not JSON, though Python writes them) raise ``ValueError``."""
+    def refuse(token: str) -> Any:
+        raise ValueError(f"holds {token}, which is not a JSON number")
+
+    return json.loads(Path(path).read_text(), parse_constant=refuse)
 
 
 def write_text(path: str | Path, text: str) -> Path:

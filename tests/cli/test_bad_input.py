@@ -36,6 +36,17 @@ TRAIN_FAST = ["--profile", "tiny", "--encoder", HASH_ENCODER, "--steps", "20", "
 TOY = ["train", "--env", "Toy-v0", "--algo", "discrete_bc"]
 FINETUNE = ["finetune", "--env", "Toy-v0", "--level", "train", "--profile", "tiny", "--no-progress"]
 TOY_EASY = [*TOY, "--level", "easy"]
+CALIBRATE = ["calibrate", "--env", "CLEVR-v0", "--level", "easy", "--no-progress"]
+COLLECT = ["data", "collect", "--env", "Toy-v0", "--level", "easy", "--profile", "tiny", "--episodes", "4"]
+BENCH = ["bench", "--envs", "Toy-v0", "--algos", "bc", "--levels", "train", "--data", "real", "--store",
+         "{home}/s.sqlite", "--no-progress"]
+IMAGINE_TRAIN = ["imagine", "train", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone", "tiny", "--no-progress"]
+IMAGINE_GENERATE = ["imagine", "generate", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone", "tiny",
+                    "--no-progress"]
+IMAGINE_QUALITY = ["imagine", "quality", "--env", "Toy-v0", "--profile", "tiny", "--level", "easy"]
+IMAGINE_RENDER = ["imagine", "render", "--env", "Toy-v0", "--profile", "tiny", "--level", "easy", "--out",
+                  "{home}/x.png"]
+FT_SCRATCH = [*FINETUNE, "--from", "scratch", "--method", "discrete_cql"]
 
 
 def _real(home: Path, env: str = "Toy-v0", level: str = "train") -> Path:
@@ -129,6 +140,61 @@ def finished_run(home: Path) -> None:
     assert run_app([*TOY, "--seeds", "0", *TRAIN_FAST]) == 0
 
 
+def negative_task_id(home: Path) -> None:
+    def change(arrays, metadata):
+        arrays["task_ids"][0] = -1
+    _rewrite(_real(home), change)
+
+
+def text_states(home: Path) -> None:
+    def change(arrays, metadata):
+        arrays["states"] = arrays["states"].astype("U8")
+    _rewrite(_real(home), change)
+
+
+def float_lengths(home: Path) -> None:
+    def change(arrays, metadata):
+        arrays["lengths"] = arrays["lengths"].astype(np.float64)
+    _rewrite(_real(home), change)
+
+
+RUN_FOLDER = "{home}/runs/Toy-v0/tiny/train/real/discrete_bc/seed0"
+
+
+def _record(home: Path) -> Path:
+    return home / "runs/Toy-v0/tiny/train/real/discrete_bc/seed0/record.json"
+
+
+def nan_score_record(home: Path) -> None:
+    import json
+
+    finished_run(home)
+    record = json.loads(_record(home).read_text())
+    record["score"]["train"] = float("nan")
+    _record(home).write_text(json.dumps(record, allow_nan=True))
+
+
+def run_without_model_pt(home: Path) -> None:
+    """A run finished before model.pt existed: record.json and d3rlpy's model.d3 only."""
+    import json
+
+    finished_run(home)
+    (_record(home).parent / "model.pt").unlink()
+    record = json.loads(_record(home).read_text())
+    record.pop("files")
+    _record(home).write_text(json.dumps(record))
+
+
+def truncated_model_pt(home: Path) -> None:
+    finished_run(home)
+    path = _record(home).parent / "model.pt"
+    path.write_bytes(path.read_bytes()[:100])
+
+
+def imaginary_data(home: Path) -> None:
+    save_imaginary("Toy-v0", "easy", episodes=6)
+
+
 @dataclass(frozen=True)
 class Case:
     """One bad input: the command line, the exit code and a phrase its one-line error must hold."""
@@ -204,7 +270,7 @@ CASES = [
     Case("collect: unknown level", ["data", "collect", "--env", "Toy-v0", "--level", "medium"], 2,
          "Unknown level 'medium'"),
     Case("collect: zero episodes", ["data", "collect", "--env", "Toy-v0", "--profile", "tiny", "--episodes", "0",
-                                    "--overwrite"], 2, "episodes must be positive"),
+                                    "--overwrite"], 2, "--episodes must be at least 1"),
     Case("collect: dataset exists", ["data", "collect", "--env", "Toy-v0", "--profile", "tiny", "--episodes", "3"], 1,
          "already exists; pass --overwrite"),
     Case("info: missing file", ["data", "info", "{home}/nothing.npz"], 1, "nothing.npz"),
@@ -225,7 +291,7 @@ CASES = [
     Case("imagine: unknown backbone", ["imagine", "train", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone",
                                        "gpt-17"], 2, "Unknown"),
     Case("imagine: bad task weights", ["imagine", "train", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone",
-                                       "tiny", "--task-weights", "1,2"], 2, "--task-weights needs four numbers"),
+                                       "tiny", "--task-weights", "1,2"], 2, "--task-weights needs four finite numbers"),
     Case("imagine: negative numeric layers", ["imagine", "train", "--env", "CLEVR-v0", "--profile", "tiny",
                                               "--backbone", "tiny", "--numeric-layers", "-1"], 2,
          "--numeric-layers must be >= 0"),
@@ -239,7 +305,7 @@ CASES = [
     Case("bench: unknown env", ["bench", "--envs", "CLEVR-v1", "--algos", "bc", "--store", "{home}/s.sqlite"], 2,
          "Did you mean 'CLEVR-v0'?"),
     Case("bench: zero lease", ["bench", "--envs", "CLEVR-v0", "--algos", "bc", "--lease", "0", "--store",
-                               "{home}/s.sqlite"], 2, "--lease must be positive"),
+                               "{home}/s.sqlite"], 2, "--lease must be > 0"),
     Case("finetune: scratch without a method", [*FINETUNE, "--from", "scratch"], 2, "needs --method"),
     Case("finetune: unknown method", [*FINETUNE, "--from", "scratch", "--method", "ppo"], 2,
          "Unknown online method 'ppo'"),
@@ -251,6 +317,102 @@ CASES = [
                              "{home}/report"], 1, "imaginebench train --env Toy-v0"),
     Case("report: unknown env", ["report", "--env", "Nope-v0", "--quiet", "--out", "{home}/report"], 2,
          "Unknown environment id 'Nope-v0'"),
+    # issue 36: counts bounded by the machine, values that make sense, checked before any work
+    Case("calibrate: zero workers", [*CALIBRATE, "--workers", "0"], 2, "--workers must be at least 1"),
+    Case("calibrate: negative workers", [*CALIBRATE, "--workers", "-4"], 2, "--workers must be at least 1"),
+    Case("calibrate: a fork storm of workers", [*CALIBRATE, "--workers", "100000"], 2,
+         "more worker processes than the"),
+    Case("calibrate: zero expert episodes", [*CALIBRATE, "--expert-episodes", "0"], 2,
+         "--expert-episodes must be at least 1"),
+    Case("calibrate: negative random episodes", [*CALIBRATE, "--random-episodes", "-1"], 2,
+         "--random-episodes must be at least 1"),
+    Case("calibrate: random cap below the first count", [*CALIBRATE, "--max-random-episodes", "10"], 2,
+         "--max-random-episodes must be at least 100"),
+    Case("collect: zero workers", [*COLLECT, "--workers", "0"], 2, "--workers must be at least 1"),
+    Case("collect: a fork storm of workers", [*COLLECT, "--workers", "100000"], 2, "more worker processes than the"),
+    Case("collect: negative episodes", [*COLLECT[:-1], "-3"], 2, "--episodes must be at least 1"),
+    Case("collect: cluster that does not answer", [*COLLECT, "--ray", "127.0.0.1:1"], 1,
+         "No Ray cluster answered at 127.0.0.1:1"),
+    Case("collect: cluster address that is no address", [*COLLECT, "--ray", "nowhere"], 2, "is not HOST:PORT"),
+    Case("bench: cluster that does not answer", [*BENCH, "--address", "127.0.0.1:1"], 1,
+         "No Ray cluster answered at 127.0.0.1:1"),
+    Case("bench: zero cpus", [*BENCH, "--cpus", "0"], 2, "--cpus must be at least 1"),
+    Case("bench: more cpus than the machine", [*BENCH, "--cpus", "100000"], 2, "more worker processes than the"),
+    Case("bench: zero cpus per run", [*BENCH, "--cpus-per-run", "0"], 2, "--cpus-per-run must be > 0"),
+    Case("bench: NaN cpus per run", [*BENCH, "--cpus-per-run", "nan"], 2, "--cpus-per-run must be a finite number"),
+    Case("bench: more cpus per run than the instance", [*BENCH, "--cpus", "1", "--cpus-per-run", "2"], 2,
+         "is more than the local instance's --cpus 1"),
+    Case("bench: negative gpus per run", [*BENCH, "--gpus-per-run", "-1"], 2, "--gpus-per-run must be >= 0"),
+    Case("bench: negative retries", [*BENCH, "--retries", "-1"], 2, "--retries must be at least 0"),
+    Case("bench: cpus with an address", [*BENCH, "--cpus", "1", "--address", "auto"], 2,
+         "--cpus sizes a local Ray instance"),
+    Case("bench: zero steps", [*BENCH, "--steps", "0"], 2, "must be positive"),
+    Case("train: zero threads", [*TOY, *TRAIN_FAST, "--threads", "0"], 2, "--threads must be at least 1"),
+    Case("train: a thread storm", [*TOY, *TRAIN_FAST, "--threads", "100000"], 2, "--threads must be at most"),
+    Case("train: negative evaluation episodes", [*TOY, *TRAIN_FAST, "--eval-episodes", "-2"], 2, "must be positive"),
+    Case("train: zero checkpoint interval", [*TOY, *TRAIN_FAST, "--checkpoint-every", "0"], 2, "must be positive"),
+    Case("train: a batch far beyond memory", [*TOY, *TRAIN_FAST, "--batch-size", "100000000000"], 2,
+         "GiB of memory, more than the"),
+    Case("train: a network far beyond memory", [*TOY, *TRAIN_FAST, "--set", "hidden_units=[4000000000]"], 2,
+         "GiB of memory, more than the"),
+    Case("train: NaN mix ratio", [*TOY_EASY, *TRAIN_FAST, "--mix-ratio", "nan"], 2, "mix_ratio must lie"),
+    Case("finetune: zero envs", [*FT_SCRATCH, "--num-envs", "0"], 2, "num_envs must be at least 1"),
+    Case("finetune: a process per env beyond the CPUs", [*FT_SCRATCH, "--num-envs", "512", "--vectorization", "async",
+                                                       "--budget", "512", "--eval-every", "512"], 2,
+         "--vectorization sync (one process)"),
+    Case("finetune: NaN exploration noise", [*FT_SCRATCH, "--noise-std", "nan"], 2, "--noise-std must be a finite"),
+    Case("finetune: NaN epsilon", [*FT_SCRATCH, "--epsilon", "nan"], 2, "epsilon must lie in [0, 1]"),
+    Case("finetune: offline ratio of 1", [*FT_SCRATCH, "--offline-ratio", "1"], 2, "offline_ratio must lie in [0, 1)"),
+    Case("finetune: zero updates per step", [*FT_SCRATCH, "--updates-per-step", "0"], 2,
+         "updates_per_step must be at least 1"),
+    Case("finetune: a thread storm", [*FT_SCRATCH, "--threads", "100000"], 2, "--threads must be at most"),
+    Case("finetune: a budget beyond memory", [*FT_SCRATCH, "--budget", "800000000000", "--eval-every",
+                                             "800000000000"], 2, "give a smaller --budget"),
+    Case("finetune: a run from before model.pt", [*FINETUNE, "--from", RUN_FOLDER, "--method", "discrete_sac"], 1,
+         "has no model.pt", setup=run_without_model_pt),
+    Case("finetune: a truncated model.pt", [*FINETUNE, "--from", RUN_FOLDER, "--method", "discrete_sac"], 1,
+         "does not match the SHA-256", setup=truncated_model_pt),
+    Case("imagine train: zero steps", [*IMAGINE_TRAIN, "--steps", "0"], 2, "--steps must be at least 1"),
+    Case("imagine train: NaN learning rate", [*IMAGINE_TRAIN, "--lr", "nan"], 2, "--lr must be a finite number"),
+    Case("imagine train: negative adapter learning rate", [*IMAGINE_TRAIN, "--adapter-lr", "-1e-3"], 2,
+         "--adapter-lr must be > 0"),
+    Case("imagine train: zero batch", [*IMAGINE_TRAIN, "--batch-size", "0"], 2, "--batch-size must be at least 1"),
+    Case("imagine train: NaN task weight", [*IMAGINE_TRAIN, "--task-weights", "1,nan,1,1"], 2,
+         "--task-weights needs four finite numbers"),
+    Case("imagine train: all-zero task weights", [*IMAGINE_TRAIN, "--task-weights", "0,0,0,0"], 2,
+         "--task-weights needs four finite numbers"),
+    Case("imagine train: a thread storm", [*IMAGINE_TRAIN, "--threads", "100000"], 2, "--threads must be at most"),
+    Case("imagine generate: negative temperature", [*IMAGINE_GENERATE, "--temperature", "-1"], 2,
+         "--temperature must be >= 0"),
+    Case("imagine generate: NaN temperature", [*IMAGINE_GENERATE, "--temperature", "nan"], 2,
+         "--temperature must be a finite number"),
+    Case("imagine generate: budget below one", [*IMAGINE_GENERATE, "--budget", "0.5"], 2, "--budget must be >= 1"),
+    Case("imagine generate: zero batch", [*IMAGINE_GENERATE, "--batch-size", "0"], 2,
+         "--batch-size must be at least 1"),
+    Case("imagine generate: negative episodes", [*IMAGINE_GENERATE, "--episodes", "-5"], 2,
+         "--episodes must be at least 1"),
+    Case("imagine quality: negative tolerance", [*IMAGINE_QUALITY, "--tolerance", "-1"], 2,
+         "--tolerance must be > 0", setup=imaginary_data),
+    Case("imagine quality: NaN tolerance", [*IMAGINE_QUALITY, "--tolerance", "nan"], 2,
+         "--tolerance must be a finite number", setup=imaginary_data),
+    Case("imagine render: episode outside the dataset", [*IMAGINE_RENDER, "--source", "real", "--level", "train",
+                                                         "--episode", "999"], 1, "episode 999 does not exist"),
+    Case("imagine render: negative episode", [*IMAGINE_RENDER, "--episode", "-1"], 2, "--episode must be at least 0"),
+    Case("imagine render: one frame", [*IMAGINE_RENDER, "--frames", "1"], 2, "--frames must be at least 2"),
+    Case("experts: negative evaluation episodes", ["experts", "train", "--env", "HalfCheetah-v0", "--eval-episodes",
+                                                   "-5", "--out-dir", "{home}/experts"], 2,
+         "--eval-episodes must be at least 1"),
+    Case("experts: too few steps for the warm-up", ["experts", "train", "--env", "HalfCheetah-v0", "--steps", "3",
+                                                    "--out-dir", "{home}/experts"], 2, "--steps must be at least 5"),
+    Case("data: negative task id", ["data", "info", "{home}/datasets/Toy-v0/tiny/real-train.npz"], 1,
+         "task_ids", setup=negative_task_id),
+    Case("data: states stored as text", [*TOY, *TRAIN_FAST], 1, "states", setup=text_states),
+    Case("data: lengths stored as floats", [*TOY, *TRAIN_FAST], 1, "lengths", setup=float_lengths),
+    Case("report: a record with a NaN score", ["report", "--env", "Toy-v0", "--profile", "tiny", "--quiet",
+                                               "--no-pictures", "--out", "{home}/report"], 1, "holds NaN",
+         setup=nan_score_record),
+    Case("embed: unknown level", ["embed", "--env", "Toy-v0", "--levels", "medium", "--encoder", HASH_ENCODER], 2,
+         "Unknown level 'medium'"),
 ]
 
 
@@ -505,3 +667,67 @@ def test_read_only_data_home_gives_one_line_and_loses_nothing(template, tmp_path
         assert ("Read-only file system" in lines[0] or "Permission denied" in lines[0]) and code == 1, lines[0]
         assert "IMAGINEBENCH_HOME" in lines[0]
     assert _snapshot(home) == before
+
+
+ADVICE = {
+    # case name -> the command line to retry after running the advice (None: the case's own)
+    "no real data": None,
+    "no imaginary data": None,  # the advice's alternative, --real-only, is tried below
+    "real data with a NaN state": None,
+    "export: missing dataset": None,
+    "finetune: no offline run": None,
+    "report: no runs": None,
+    "run folder holds other settings": None,
+    "finetune: a run from before model.pt": [*FINETUNE, "--from", "discrete_bc@retrained/real", "--method",
+                                             "discrete_sac", "--budget", "16", "--num-envs", "4", "--eval-every",
+                                             "16", "--eval-episodes", "1", "--set", "hidden_units=[16]"],
+}
+"""Errors whose advice is cheap to follow: the test runs it as written, then the retry."""
+
+ADVICE_EXTRA = {"train": ["--steps", "20", "--checkpoint-every", "10", "--eval-episodes", "1", "--set",
+                          "hidden_units=[16]", "--no-progress"]}
+"""Options appended to a suggested command only to keep it short (never ones that change what it makes)."""
+
+
+def _suggested_argv(line: str) -> list[str]:
+    match = re.search(r"imaginebench((?: [a-z][a-z-]*)+(?: --[a-z][a-z0-9-]*(?: (?!--)[^\s,;)'\"`]+)?)*)", line)
+    assert match, f"no command in: {line}"
+    argv = match.group(1).split()
+    if argv[-1].endswith("."):
+        argv[-1] = argv[-1][:-1]
+    return argv
+
+
+@pytest.mark.parametrize("name", list(ADVICE))
+def test_following_the_advice_gets_past_the_error(name, template, tmp_path, monkeypatch, capsys, toy_envs):
+    """Not only does the suggested command exist: run as written, it makes the original command (or
+    the one the message names) get past the error."""
+    from imaginebench.config import PROFILES
+
+    case = next(c for c in CASES if c.name == name)
+    for table in ("real_episodes", "upper_bound_episodes"):  # sizes of the toy env (a plugin has none)
+        monkeypatch.setitem(getattr(PROFILES["tiny"], table), "Toy-v0", 12)
+    home = tmp_path / "home"
+    shutil.copytree(template, home)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("IMAGINEBENCH_HOME", str(home))
+    if case.setup:
+        case.setup(home)
+    args = [a.format(home=home) for a in case.args]
+    capsys.readouterr()
+    assert run_app(args) == case.code
+    line = capsys.readouterr().err.strip()
+    if "--tag" in line and "imaginebench" not in line:  # "give this run a --tag (e.g. --tag variant)"
+        retry = [*args, "--tag", "variant"]
+    elif name == "no imaginary data":
+        retry = [*args, "--real-only"]
+    else:
+        advice = _suggested_argv(line)
+        verb = advice[0]
+        extra = ADVICE_EXTRA.get(verb, []) if verb == "train" else []
+        assert run_app([*advice, *extra]) == 0, capsys.readouterr().err
+        retry = ADVICE[name] or args
+    capsys.readouterr()
+    code = run_app(retry)
+    err = capsys.readouterr().err
+    assert code == 0, f"after following {line!r}: {err}"

@@ -240,7 +240,8 @@ def test_a_non_finite_value_is_refused_naming_the_file_and_the_first_bad_episode
         unchecked = load_dataset(path, verify=False)
     assert "\n" not in message and str(path) in message and CHECK_MESSAGES[column] in message
     assert f"(first at episode {first_bad})" in message
-    assert f"--env {ds.metadata['domain']} --level {ds.metadata['level']} --overwrite" in message
+    profile = f" --profile {ds.metadata['profile']}" if ds.metadata.get("profile") else ""
+    assert f"--env {ds.metadata['domain']} --level {ds.metadata['level']}{profile} --overwrite" in message
     assert_identical(unchecked, damaged)  # the file holds exactly what was written; only the check refuses
 
 
@@ -262,6 +263,7 @@ def test_a_dataset_without_episodes_is_refused_in_one_line(shape, metadata, leve
             raise AssertionError("an empty dataset was accepted")
         unchecked = load_dataset(path, verify=False)
     assert "\n" not in message and str(path) in message and "holds no episodes" in message
-    assert f"imaginebench data collect --env Test-v0 --level {level} --overwrite" in message
+    profile = f" --profile {metadata['profile']}" if metadata.get("profile") else ""
+    assert f"imaginebench data collect --env Test-v0 --level {level}{profile} --overwrite" in message
     assert_identical(unchecked, empty)
 

@@ -59,16 +59,17 @@ def bench(
     """
     from imaginebench.sweep import GridSpec, ResultsStore
     from imaginebench.raycluster import import_ray
-    from imaginebench.sweep.ray_runner import run_grid
+    from imaginebench.sweep.ray_runner import check_grid_options, run_grid
 
-    if lease <= 0:
-        raise UsageError(f"--lease must be positive, got {lease}.")
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     grid = GridSpec(envs=_list(envs), algos=_list(algos), levels=_list(levels), data=_list(data),
                     seeds=_seeds(seeds, list(ctx.args)) if seeds else None, profile=profile, train_steps=steps,
                     checkpoint_every=checkpoint_every, eval_episodes_per_task=eval_episodes)
-    import_ray()  # fail early, before the store is made
+    grid.plan()  # unknown names and senseless combinations fail here, before the store is made
+    import_ray()
+    check_grid_options(address=address, num_cpus=cpus, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
+                       retries=retries, lease_s=lease)
     with ResultsStore(store) as results:
         summary = run_grid(grid, results, address=address, num_cpus=cpus, cpus_per_run=cpus_per_run,
                            gpus_per_run=gpus_per_run, retries=retries, progress=progress,

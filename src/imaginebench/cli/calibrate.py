@@ -44,6 +44,12 @@ def calibrate(
                                                    load_calibration, save_calibration)
     from imaginebench.fileio import atomic_path, write_json
 
+    from imaginebench import limits
+
+    workers = limits.workers("--workers", workers)
+    limits.count("--expert-episodes", expert_episodes)
+    limits.count("--random-episodes", random_episodes)
+    limits.count("--max-random-episodes", max_random_episodes, low=random_episodes)
     levels = tuple(level or ("train", "easy", "hard"))
     for lv in levels:
         if lv not in LEVELS:

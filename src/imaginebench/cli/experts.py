@@ -51,6 +51,11 @@ def train(
             raise choice_error("HalfCheetah-v0 expert policy", name, POLICIES)
     if steps is not None and steps <= 0:
         raise UsageError(f"--steps must be positive, got {steps}.")
+    from imaginebench import limits
+
+    limits.count("--eval-episodes", eval_episodes)
+    if steps is not None and steps < 5:  # the random warm-up takes a fifth of the steps; SAC needs at least one
+        raise UsageError(f"--steps must be at least 5 (a fifth of them are random warm-up steps), got {steps}.")
     for name in policies:
         n = steps or TRAIN_STEPS[name]
         settings = TrainSettings(steps=n, random_steps=min(5_000, n // 5), seed=seed)

@@ -59,6 +59,9 @@ def finetune(
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
+    from imaginebench import limits
+
+    limits.count("--threads", threads, high=limits.available_cpus())
     if threads > 0:
         import torch
 

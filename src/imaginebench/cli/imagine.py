@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -57,8 +58,16 @@ def imagine_train(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Fine-tune the rollout model on the real train data (resumes an existing checkpoint)."""
+    from imaginebench import limits
     from imaginebench.imagination.pipeline import train
 
+    for option, value in (("--steps", steps), ("--layers", layers), ("--batch-size", batch_size),
+                          ("--eval-every", eval_every), ("--early-stop-patience", early_stop_patience)):
+        limits.count(option, value, allow_none=True)
+    limits.positive("--lr", lr, allow_none=True)
+    limits.positive("--adapter-lr", adapter_lr, allow_none=True)
+    limits.number("--early-stop-min-delta", early_stop_min_delta, low=0.0)
+    _threads(threads)
     extra: dict = {"early_stop_min_delta": early_stop_min_delta, "augment": augment}
     if eval_every is not None:
         extra["eval_every"] = eval_every
@@ -69,10 +78,12 @@ def imagine_train(
     if task_weights is not None:
         try:
             extra["task_weights"] = tuple(float(w) for w in task_weights.split(","))
-            if len(extra["task_weights"]) != 4:
+            weights = extra["task_weights"]
+            if len(weights) != 4 or not all(math.isfinite(w) and w >= 0 for w in weights) or not sum(weights) > 0:
                 raise ValueError
         except ValueError:
-            raise UsageError(f"--task-weights needs four numbers like 3,1,1,1; got {task_weights!r}.") from None
+            raise UsageError(f"--task-weights needs four finite numbers >= 0, not all 0, like 3,1,1,1; got "
+                             f"{task_weights!r}.") from None
     r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
               out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, device=device, progress=progress,
               numeric_layers=numeric_layers, **extra)
@@ -86,6 +97,13 @@ def imagine_train(
     for task, losses in r.val_losses.items():
         parts = ", ".join(f"{k} {v:.4f}" for k, v in losses.items())
         typer.echo(f"  validation {task:<12} {parts}")
+
+
+def _threads(threads: int | None) -> None:
+    """``--threads``: at least 1 and at most the CPUs this process may use."""
+    from imaginebench import limits
+
+    limits.count("--threads", threads, high=limits.available_cpus(), allow_none=True)
 
 
 @imagine_app.command("generate")
@@ -123,9 +141,15 @@ def imagine_generate(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Imagine rollouts for novel instructions (best-of-N per task), filter them and save them."""
+    from imaginebench import limits
     from imaginebench.imagination.pipeline import generate
     from imaginebench.imagination.quality import format_table
 
+    for option, value in (("--episodes", episodes), ("--batch-size", batch_size), ("--max-steps", max_steps)):
+        limits.count(option, value, allow_none=True)
+    limits.number("--temperature", temperature, low=0.0)
+    limits.number("--budget", budget, low=1.0)
+    _threads(threads)
     results = generate(env, profile, level, backbone=backbone, checkpoint=checkpoint, episodes=episodes,
                        temperature=temperature, batch_size=batch_size, seed=seed, filter_invalid=filter_invalid,
                        overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps, keep=keep,
@@ -160,8 +184,11 @@ def imagine_quality(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Score stored imaginary rollouts: consistency, transition correctness, legality, replay success."""
+    from imaginebench import limits
     from imaginebench.imagination.pipeline import _levels, quality
     from imaginebench.imagination.quality import format_table, oracle_variant
+
+    limits.positive("--tolerance", tolerance, allow_none=True)
 
     if write_oracle:
         for lv in _levels(level):
@@ -196,8 +223,12 @@ def imagine_render(
     from imaginebench.data.storage import load_dataset
     from imaginebench.imagination.render import episode_strip, save_png
 
+    from imaginebench import limits
+
     if source not in ("imaginary", "real"):
         raise UsageError(f"--source must be imaginary or real, got {source!r}.")
+    limits.count("--episode", episode, low=0)
+    limits.count("--frames", frames, low=2, high=64)
     if dataset is not None:
         ds = load_dataset(dataset)
     elif source == "real":

@@ -88,6 +88,12 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
         raise choice_error("policy", policy, POLICIES)
     if episodes <= 0:
         raise UsageError(f"episodes must be positive, got {episodes}.")
+    from imaginebench import limits
+
+    cluster = ray_address is not None and ray_address != "local"
+    workers = limits.workers("--workers", workers, cluster=cluster)
+    if cluster:
+        limits.cluster_answers(ray_address)
     domain = load_domain(env_id)
     jobs = [(domain.env_id, level, a, b, seed, policy) for a, b in _chunks(episodes)]
     bar = tqdm(total=episodes, desc=f"collect {domain.env_id}/{level}", unit="ep", disable=not progress)
@@ -108,7 +114,7 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
                 result += _collect_range(job)
                 bar.update(job[3] - job[2])
         else:
-            with ProcessPoolExecutor(workers) as pool:
+            with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
                 for job, eps in zip(jobs, pool.map(_collect_range, jobs)):
                     result += eps
                     bar.update(job[3] - job[2])

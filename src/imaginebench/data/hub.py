@@ -216,7 +216,11 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
     see :func:`imaginebench.data.collect.collect`)."""
     from imaginebench.data.collect import collect
 
+    from imaginebench import limits
+
     prof = get_profile(profile)
+    limits.count("--episodes", episodes, allow_none=True)
+    limits.workers("--workers", workers, cluster=ray_address not in (None, "local"))
     path = dataset_path(env_id, "real", level, prof.name)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass --overwrite to rebuild it.")

@@ -140,6 +140,12 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+DTYPE_KINDS = {"states": "f", "actions": "iuf", "rewards": "f", "terminals": "bu", "truncations": "bu",
+               "successes": "bu", "lengths": "iu", "task_ids": "iu", "instruction_ids": "iu"}
+"""numpy dtype kinds each array may have (float states and rewards, integer ids and lengths, ...)."""
+KIND_NAMES = {"f": "float", "i": "integer", "u": "unsigned integer", "b": "bool"}
+
+
 def check_contents(ds: EpisodeDataset, path: str | Path) -> None:
     """Raise :class:`DatasetError` (one line: file, check, first bad episode, fix) unless every value
     is finite, the state width and the actions fit the metadata's ``state_dim``, ``action_dim``
@@ -147,17 +153,29 @@ def check_contents(ds: EpisodeDataset, path: str | Path) -> None:
     (never both).  Vectorised; checksums say a file is intact, this says its contents are usable."""
     meta = ds.metadata
     source, env_id, level = meta.get("source", "?"), meta.get("domain", "<env>"), meta.get("level", "<level>")
-    fix = (f"imaginebench imagine generate --env {env_id} --level {level} --overwrite" if source == "imaginary"
-           else f"imaginebench data collect --env {env_id} --level {level} --overwrite")
-    episode_of_action = np.repeat(np.arange(len(ds.lengths)), ds.lengths)
-    episode_of_state = np.repeat(np.arange(len(ds.lengths)), ds.lengths + 1)
+    profile = f" --profile {meta['profile']}" if meta.get("profile") else ""
+    fix = (f"imaginebench imagine generate --env {env_id} --level {level}{profile} --overwrite" if source == "imaginary"
+           else f"imaginebench data collect --env {env_id} --level {level}{profile} --overwrite")
 
     def fail(what: str, episode: int) -> None:
         raise DatasetError(f"{path}: {what} (first at episode {episode}); the file's contents are unusable: "
                            f"delete it and rebuild it with: {fix}")
 
+    for name, kinds in DTYPE_KINDS.items():
+        kind = getattr(ds, name).dtype.kind
+        if kind not in kinds:
+            fail(f"array {name!r} has dtype {getattr(ds, name).dtype} (expected "
+                 f"{' or '.join(KIND_NAMES[k] for k in kinds)})", 0)
     if len(ds.lengths) == 0:
         raise DatasetError(f"{path}: holds no episodes; nothing to train on: delete it and rebuild it with: {fix}")
+    for name, table in (("task_ids", ds.tasks), ("instruction_ids", ds.instructions)):
+        ids = getattr(ds, name)
+        bad = (ids < 0) | (ids >= len(table))
+        if bad.any():
+            fail(f"{name} holds {int(ids[_first(bad)])}, outside its table of {len(table)} strings",
+                 _first(bad))
+    episode_of_action = np.repeat(np.arange(len(ds.lengths)), ds.lengths)
+    episode_of_state = np.repeat(np.arange(len(ds.lengths)), ds.lengths + 1)
     if ds.states.size and not np.all(np.isfinite(ds.states)):
         fail("a state holds NaN or inf", int(episode_of_state[_first(~np.isfinite(ds.states).all(axis=1))]))
     if not np.all(np.isfinite(ds.rewards)):

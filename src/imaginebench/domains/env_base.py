@@ -9,6 +9,8 @@ call the domain's pure state functions.
 from __future__ import annotations
 
 import abc
+import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -58,8 +60,15 @@ class InstructionEnv(gym.Env, abc.ABC):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(f"reset options must be a dict (task, instruction, state), got {type(options).__name__}.")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}.")
         super().reset(seed=seed)
         options = dict(options or {})
+        for key in ("task", "instruction"):
+            if options.get(key) is not None and not isinstance(options[key], str):
+                raise ValueError(f"reset option {key!r} must be a string, got {type(options[key]).__name__}.")
         level_tasks = self.domain.tasks(self.level)
         name = options.pop("task", None)
         if name is None:
@@ -78,7 +87,7 @@ class InstructionEnv(gym.Env, abc.ABC):
             )
         self.state = np.asarray(self._reset_simulation(self.task), dtype=np.float64)
         if start is not None:  # start from a given state vector (e.g. an imagined rollout's first state)
-            self.set_state(np.asarray(start, dtype=np.float64))
+            self.set_state(self._check_state(start))
         self.progress = self.domain.initial_progress(self.task, self.state)
         self.elapsed_steps = 0
         self.is_success = False
@@ -153,28 +162,45 @@ class InstructionEnv(gym.Env, abc.ABC):
 
     # ------------------------------------------------------------------ helpers
     def _check_action(self, action: Any) -> Any:
+        """The action as the simulator takes it; anything else is a one-line ``ValueError``."""
+        n = self.domain.action_dim
         if self.domain.discrete_actions:
             if type(action) is int or type(action) is np.int64:  # the common case, without numpy calls
-                if not 0 <= action < self.domain.action_dim:
-                    raise ValueError(
-                        f"Action {action} out of range: valid actions are 0..{self.domain.action_dim - 1}."
-                    )
+                if not 0 <= action < n:
+                    raise ValueError(f"Action {action} out of range: valid actions are 0..{n - 1}.")
                 return int(action)
-            a = np.asarray(action)
-            if a.size != 1 or not np.issubdtype(a.dtype, np.integer) and float(a) != int(a):
-                raise ValueError(f"Expected one integer action, got {action!r}.")
-            a = int(a.reshape(()))
-            if not 0 <= a < self.domain.action_dim:
-                raise ValueError(
-                    f"Action {a} out of range: valid actions are 0..{self.domain.action_dim - 1}."
-                )
-            return a
-        a = np.asarray(action, dtype=np.float64).reshape(-1)
-        if a.shape != (self.domain.action_dim,):
-            raise ValueError(f"Expected an action of shape ({self.domain.action_dim},), got {a.shape}.")
+            try:
+                a = np.asarray(action)
+            except Exception:  # noqa: BLE001  (ragged sequences and other objects numpy refuses)
+                a = None
+            value = a.reshape(()).item() if a is not None and a.size == 1 and a.dtype.kind in "iuf" else None
+            if value is None or a.dtype.kind == "f" and not (math.isfinite(value) and value == int(value)):
+                raise ValueError(f"Expected one integer action in 0..{n - 1}, got {action!r}.")
+            if not 0 <= int(value) < n:
+                raise ValueError(f"Action {int(value)} out of range: valid actions are 0..{n - 1}.")
+            return int(value)
+        try:
+            a = np.asarray(action, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ValueError(f"Expected an action of {n} numbers in [-1, 1], got {action!r}.") from None
+        if a.shape != (n,):
+            raise ValueError(f"Expected an action of shape ({n},), got {a.shape}.")
         if not np.all(np.isfinite(a)):
             raise ValueError(f"Action contains NaN or inf: {a}.")
         return np.clip(a, -1.0, 1.0)
+
+    def _check_state(self, state: Any) -> np.ndarray:
+        """A state vector for ``reset(options={"state": ...})``: ``state_dim`` finite numbers."""
+        dim = self.domain.state_dim
+        try:
+            s = np.asarray(state, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"reset option 'state' must be {dim} numbers, got {type(state).__name__}.") from None
+        if s.shape != (dim,):
+            raise ValueError(f"reset option 'state' must have shape ({dim},), got {s.shape}.")
+        if not np.all(np.isfinite(s)):
+            raise ValueError("reset option 'state' holds NaN or inf.")
+        return s
 
     def _obs(self) -> np.ndarray:
         return self.state.astype(np.float32)

@@ -73,13 +73,24 @@ def versions() -> dict[str, str]:
 
 def read_record(path: str | Path) -> dict[str, Any]:
     """One record; a damaged file raises ``ValueError`` naming it."""
+    from imaginebench.fileio import read_json
+
     path = Path(path)
     try:
-        record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"Cannot read run record {path}: {exc}") from None
+        record = read_json(path)
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"Cannot read run record {path}: {exc}; train that run again, or move the record out "
+                         "of the runs folder.") from None
     if not isinstance(record, dict) or record.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{path} is not a schema-{SCHEMA_VERSION} run record.")
+    scores = record.get("score")
+    if isinstance(scores, dict):  # an offline run's success rate per level (a fine-tune's scores are others)
+        for level, value in scores.items():
+            if level not in ("train", "rephrase", "easy", "hard"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"Run record {path} has no valid score at {level} (got {value!r}); train that run "
+                                 "again in a fresh data home, or move the record out of the runs folder.")
     return record
 
 

@@ -229,6 +229,9 @@ def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *,
 
     from imaginebench.envs.registry import load_domain
 
+    from imaginebench import limits
+
+    workers = limits.workers("--workers", workers)
     domain = load_domain(env_id)
     wanted = set(tasks) if tasks is not None else None
     jobs = [(env_id, level, t.name, kwargs) for level in levels for t in domain.tasks(level)
@@ -236,7 +239,7 @@ def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *,
     bar = dict(total=len(jobs), desc=f"calibrate {env_id}", unit="task", disable=not progress)
     if workers <= 1:
         return [_calibrate_job(j) for j in tqdm(jobs, **bar)]
-    with ProcessPoolExecutor(workers) as pool:
+    with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
         return list(tqdm(pool.map(_calibrate_job, jobs, chunksize=1), **bar))
 
 

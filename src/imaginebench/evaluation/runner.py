@@ -25,6 +25,7 @@ from imaginebench.algos.registry import AlgoSpec, resolve
 from imaginebench.config import get_profile
 from imaginebench.domains.base import check_level, choice_error
 from imaginebench.errors import UsageError
+from imaginebench.limits import check_training_memory
 from imaginebench.fileio import atomic_path, check_writable, first_line, remove_temporaries, torch_load_plain
 from imaginebench.evaluation.protocol import (
     LAST_CHECKPOINTS,
@@ -203,8 +204,8 @@ def _check_settings(found: dict[str, Any] | None, spec: RunSpec, where: Path,
     diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted if found.get(k) != wanted[k])
     if not diff:
         return
-    raise ValueError(f"{where} holds a run with other settings ({diff}). Give this run a --tag, or delete that "
-                     f"folder to replace it.")
+    raise ValueError(f"{where} holds a run with other settings ({diff}). Give this run a --tag (e.g. --tag variant) "
+                     f"so both are kept; the finished run there is left as it is.")
 
 
 def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, float], list[dict[str, Any]]]:
@@ -351,8 +352,11 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     source = MixedReplaySource(sources, weights, encoder=encoder, seed=spec.seed,
                                action_size=domain.action_dim if domain.discrete_actions else None)
-    torch.manual_seed(spec.seed)
     batch = config.batch_size or spec.batch
+    check_training_memory(observation_dim=source.observation_dim, action_size=domain.action_dim,
+                          hidden_units=tuple(getattr(config, "hidden_units", ())), batch_size=batch,
+                          what=f"{algo_spec.name} on {domain.env_id}")
+    torch.manual_seed(spec.seed)
     algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize, device=device)
     path.mkdir(parents=True, exist_ok=True)
     run = _Run(spec, algo_spec, domain, path, config, source, source_info, algo, None, {},

@@ -186,8 +186,8 @@ def _check_settings(found: dict[str, Any] | None, wanted: dict[str, Any], where:
         return
     diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted if found.get(k) != wanted[k])
     if diff:
-        raise UsageError(f"{where} holds a fine-tune with other settings ({diff}). Give this one a --tag, or delete "
-                         "that folder to replace it.")
+        raise UsageError(f"{where} holds a fine-tune with other settings ({diff}). Give this one a --tag (e.g. "
+                         "--tag variant) so both are kept; the fine-tune there is left as it is.")
 
 
 def _offline_source(spec: FinetuneSpec, start: Start, encoder: Any, action_size: int | None):
@@ -254,6 +254,14 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     ctx = BuildContext(batch_size=batch, state_dim=domain.state_dim, embedding_dim=int(encoder.dim),
                        action_size=action_size, discrete=domain.discrete_actions, observation_scaler=scaler,
                        device=device)
+    from imaginebench import limits
+
+    limits.check_training_memory(observation_dim=ctx.observation_dim, action_size=action_size,
+                                 hidden_units=tuple(getattr(config, "hidden_units", ())), batch_size=batch,
+                                 what=f"{method} on {domain.env_id}")
+    action_width = 1 if domain.discrete_actions else action_size
+    limits.fits_in_memory(4.0 * spec.steps * (2 * domain.state_dim + action_width + 3),
+                          f"the online buffer of a {spec.steps}-step budget", "give a smaller --budget")
     torch.manual_seed(spec.seed)
     algo = config.create(ctx)
     algo.create_impl((ctx.observation_dim,), action_size)

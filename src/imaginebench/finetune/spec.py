@@ -30,6 +30,7 @@ from imaginebench.algos.configs import (
 )
 from imaginebench.config import data_home, get_profile
 from imaginebench.domains.base import check_level, choice_error
+from imaginebench import limits
 from imaginebench.errors import UsageError
 
 ONLINE_METHODS: dict[str, type[AlgoConfig]] = {
@@ -108,8 +109,11 @@ class FinetuneSpec:
             raise UsageError(f"offline_ratio must lie in [0, 1), got {self.offline_ratio}.")
         if not 0.0 <= self.epsilon <= 1.0:
             raise UsageError(f"epsilon must lie in [0, 1], got {self.epsilon}.")
-        if self.noise_std < 0:
-            raise UsageError(f"noise_std must be >= 0, got {self.noise_std}.")
+        limits.number("--noise-std", self.noise_std, low=0.0)
+        if self.vectorization == "async" and self.num_envs > limits.available_cpus():  # a process per sub-env
+            raise UsageError(f"--num-envs {self.num_envs} with --vectorization async starts {self.num_envs} "
+                             f"processes, more than the {limits.available_cpus()} CPUs this process may use; use "
+                             f"--vectorization sync (one process) or fewer environments.")
         if self.method is not None and self.method not in ONLINE_METHODS:
             raise choice_error("online method", self.method, tuple(ONLINE_METHODS))
         if self.vectorization not in ("sync", "async"):

@@ -219,6 +219,9 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     """Score the stored imaginary dataset of ``level`` (``variant``: honest, unfiltered, oracle)
     and (by default) write its JSON report.  When generation saved a sample of all candidates
     beside it, the report's ``all`` entry scores that sample too."""
+    from imaginebench import limits
+
+    limits.positive("--tolerance", tolerance, allow_none=True)
     from imaginebench.data.hub import imaginary_path, imagine_command
     from imaginebench.data.storage import load_dataset
 
@@ -261,6 +264,9 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     ``imaginary-<level>.unfiltered.npz``.  Returns the quality report of the rollouts before
     filtering, with ``dropped`` and ``kept`` (also written as JSON).
     """
+    from imaginebench import limits
+
+    limits.positive("--tolerance", tolerance, allow_none=True)
     from imaginebench.data.hub import dataset_path, imagine_command
     from imaginebench.data.storage import load_dataset, save_dataset
     from imaginebench.envs.registry import load_domain
@@ -313,6 +319,9 @@ def oracle_variant(env_id: str, level: str, profile: str | None = None, toleranc
     Unlike ``imagine generate --keep oracle`` (best-of-N until each task's quota passes the
     oracle), this does not refill: the oracle set is a subset of the honest set.
     """
+    from imaginebench import limits
+
+    limits.positive("--tolerance", tolerance, allow_none=True)
     from imaginebench.data.hub import imaginary_path, imagine_command
     from imaginebench.data.storage import load_dataset, save_dataset
 

@@ -43,7 +43,8 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, pictures: 
         shown = ", ".join(f"{k}={v}" for k, v in filters.items() if v is not None)
         raise FileNotFoundError(f"No run records under {where}{' matching ' + shown if shown else ''}, "
                                 "nor fine-tune records. "
-                                f"Train some with: imaginebench train --env {filters.get('env') or 'CLEVR-v0'} --algo bc")
+                                f"Train some with: imaginebench train --env {filters.get('env') or 'CLEVR-v0'} --algo bc"
+                                + (f" --profile {filters['profile']}" if filters.get("profile") else ""))
     from imaginebench.report.sections import calibration_section, quality_section, rollout_strips
 
     cells = aggregate(records)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from imaginebench.config import HOME_ENV_VAR, PROFILE_ENV_VAR, data_home
+from imaginebench.errors import UsageError
 from imaginebench.raycluster import ray_session
 from imaginebench.sweep.grid import GridSpec, PlannedRun
 from imaginebench.sweep.store import LEASE_S, ResultsStore, error_text, now, owner_id
@@ -123,13 +124,8 @@ def run_grid(grid: GridSpec, store: ResultsStore, address: str | None = None, nu
             environment or encoder in the worker process).
         lease_s: seconds another grid's claim on a run stays alive without its heartbeat.
     """
-    if cpus_per_run <= 0 or gpus_per_run < 0 or retries < 0:
-        raise ValueError(f"Need cpus_per_run > 0, gpus_per_run >= 0 and retries >= 0; got {cpus_per_run}, "
-                         f"{gpus_per_run} and {retries}.")
-    if num_cpus is not None and num_cpus < 1:
-        raise ValueError(f"num_cpus must be at least 1, got {num_cpus}.")
-    if num_cpus is not None and address is not None:
-        raise ValueError("num_cpus sizes a local Ray instance; with an address the cluster's own CPUs are used.")
+    check_grid_options(address=address, num_cpus=num_cpus, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
+                       retries=retries, lease_s=lease_s)
     started = time.perf_counter()
     plan = grid.plan()
     summary = GridSummary(total=len(plan.runs), store_path=store.path, excluded=list(plan.excluded))
@@ -141,6 +137,30 @@ def run_grid(grid: GridSpec, store: ResultsStore, address: str | None = None, nu
             _drive(ray, todo, store, summary, cpus_per_run, gpus_per_run, retries, progress, setup, lease_s)
     summary.wall_time_s = round(time.perf_counter() - started, 3)
     return summary
+
+
+def check_grid_options(*, address: str | None = None, num_cpus: int | None = None, cpus_per_run: float = 1,
+                       gpus_per_run: float = 0, retries: int = 1, lease_s: float = LEASE_S) -> None:
+    """Every option of a grid, checked before anything is made (store, Ray instance): counts in range, a
+    local instance no larger than the CPUs this process may use, and a cluster address that answers
+    (:func:`imaginebench.limits.cluster_answers`, within its stated timeout)."""
+    from imaginebench import limits
+
+    limits.positive("--cpus-per-run", cpus_per_run)
+    limits.number("--gpus-per-run", gpus_per_run, low=0.0)
+    limits.count("--retries", retries, low=0)
+    limits.positive("--lease", lease_s)
+    if num_cpus is not None and address is not None:
+        raise UsageError("--cpus sizes a local Ray instance; with --address the cluster's own CPUs are used.")
+    if num_cpus is not None:
+        limits.workers("--cpus", num_cpus)
+        if cpus_per_run > num_cpus:
+            raise UsageError(f"--cpus-per-run {cpus_per_run:g} is more than the local instance's --cpus {num_cpus}.")
+    elif address is None and cpus_per_run > limits.available_cpus():
+        raise UsageError(f"--cpus-per-run {cpus_per_run:g} is more than the {limits.available_cpus()} CPUs this "
+                         "process may use.")
+    if address is not None:
+        limits.cluster_answers(address)
 
 
 def _is_done(run: PlannedRun, done_ids: set[str], store: ResultsStore) -> bool:
