@@ -411,6 +411,11 @@ CASES = [
     Case("report: a record with a NaN score", ["report", "--env", "Toy-v0", "--profile", "tiny", "--quiet",
                                                "--no-pictures", "--out", "{home}/report"], 1, "holds NaN",
          setup=nan_score_record),
+    Case("export: root is a file", ["data", "export-minari", "--env", "Toy-v0", "--profile", "tiny", "--root",
+                                    "{home}/minari-file"], 1, "minari-file",
+         setup=lambda home: (home / "minari-file").write_text("x")),
+    Case("export: unknown level", ["data", "export-minari", "--env", "Toy-v0", "--level", "medium", "--profile",
+                                   "tiny", "--root", "{home}/minari"], 2, "Unknown level 'medium'"),
     Case("embed: unknown level", ["embed", "--env", "Toy-v0", "--levels", "medium", "--encoder", HASH_ENCODER], 2,
          "Unknown level 'medium'"),
 ]

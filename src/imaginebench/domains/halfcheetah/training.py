@@ -134,6 +134,9 @@ def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out:
     (unevaluated; with the same seed, the snapshot at step k is what ``steps=k`` trains when
     ``k ≥ 5·random_steps``).  Returns the metadata written with the weights.
     """
+    from imaginebench import limits
+
+    limits.count("--eval-episodes", eval_episodes)
     if policy not in POLICIES:
         from imaginebench.domains.base import choice_error
 
