@@ -287,6 +287,35 @@ class EpisodeDataset:
                            next_observations=self.states[obs_idx + 1], terminals=self.terminals,
                            truncations=self.truncations, episode_ids=ep)
 
+    def arrays(self, encoder: Any = None, *, raw: bool = False) -> dict[str, np.ndarray]:
+        """Flat per-transition arrays with D4RL/Minari names, for any framework.
+
+        ``observations``/``next_observations``: float32 ``state ⊕ instruction embedding`` rows, as
+        ``imaginebench.make`` and ``imaginebench.evaluate`` build them (``encoder``: a name, an
+        encoder object, or ``None`` for the package's default; ``raw=True``: the state vectors
+        alone).  ``actions``: int64 ``(n,)`` for a discrete domain, float32 ``(n, action_dim)``
+        for a continuous one.  ``rewards`` float32; ``terminals``/``timeouts`` bool;
+        ``instructions``: each row's instruction string; ``source``: ``real`` or ``imaginary``.
+        """
+        t = self.transitions()
+        states, next_states = t.observations.astype(np.float32), t.next_observations.astype(np.float32)
+        ids = self.instruction_ids[t.episode_ids]
+        if raw:
+            observations, next_observations = states, next_states
+        else:
+            from imaginebench.evaluation.evaluate import _encoder
+
+            table = np.asarray(_encoder(encoder).encode(list(self.instructions)), dtype=np.float32)
+            observations = np.concatenate([states, table[ids]], axis=1)
+            next_observations = np.concatenate([next_states, table[ids]], axis=1)
+        actions = (self.actions.astype(np.int64) if self.discrete_actions else self.actions.astype(np.float32))
+        source = str(self.metadata.get("source", "real"))
+        return {"observations": observations, "actions": actions, "rewards": self.rewards.astype(np.float32),
+                "next_observations": next_observations, "terminals": self.terminals.astype(bool),
+                "timeouts": self.truncations.astype(bool),
+                "instructions": np.asarray(self.instructions, dtype=str)[ids] if len(ids) else np.zeros(0, str),
+                "source": np.full(len(ids), source)}
+
     def summary(self) -> dict[str, Any]:
         """Counts and rates for ``data info``."""
         succ = self.episode_success()

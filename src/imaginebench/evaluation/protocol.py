@@ -108,6 +108,10 @@ class Evaluator:
     encoder: Any
     pool: int = DEFAULT_POOL
     env_factory: Callable[[str], Any] | None = None
+    raw: bool = False
+    """Call the policy as ``policy(states, instructions)`` (float32 state vectors and the
+    instruction strings) instead of with ``state ⊕ embedding`` rows: for methods with their own
+    language encoder."""
     _envs: list = field(default_factory=list, init=False, repr=False)
     _embeddings: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -146,6 +150,10 @@ class Evaluator:
         if bank:
             self._embeddings.update(zip(bank, np.asarray(self.encoder.encode(bank), dtype=np.float32)))
 
+    def _embed_row(self, instruction: str) -> np.ndarray:
+        """The embedding part of an observation (empty for a raw policy: it gets the text)."""
+        return np.zeros(0, dtype=np.float32) if self.raw else self._embed(instruction)
+
     def _embed(self, instruction: str) -> np.ndarray:
         if instruction not in self._embeddings:
             self._embeddings[instruction] = np.asarray(self.encoder.encode([instruction])[0], dtype=np.float32)
@@ -157,11 +165,14 @@ class Evaluator:
         while len(self._envs) < width:
             self._envs.append(self._make())
         envs = self._envs[:width]
-        self._prefetch()
+        if not self.raw:
+            self._prefetch()
         successes: dict[str, list[bool]] = {t: [] for t in self.tasks}
         lengths: list[int] = []
         slots: list[tuple[str, np.ndarray, int] | None] = [None] * width  # task, embedding, steps
         obs = [None] * width
+        texts = [""] * width  # each slot's instruction (raw policies)
+        domain = envs[0].unwrapped.domain if hasattr(envs[0].unwrapped, "domain") else None
         rewards = [0.0] * width  # each slot's last reward (episodic policies)
         episodic = isinstance(policy, EpisodicPolicy)
         cursor = 0
@@ -174,7 +185,8 @@ class Evaluator:
             task, reset_seed = jobs[cursor]
             cursor += 1
             state, info = envs[i].reset(seed=reset_seed, options={"task": task})
-            emb = self._embed(info["instruction"])
+            texts[i] = info["instruction"]
+            emb = self._embed_row(info["instruction"])
             slots[i] = (task, emb, 0)
             rewards[i] = 0.0
             if episodic:
@@ -186,7 +198,18 @@ class Evaluator:
         while any(s is not None for s in slots):
             active = [i for i, s in enumerate(slots) if s is not None]
             batch = np.stack([obs[i] for i in active])
-            actions = np.asarray(policy.act(batch, active, [rewards[i] for i in active]) if episodic else policy(batch))
+            try:
+                if episodic:
+                    out = policy.act(batch, active, [rewards[i] for i in active])
+                elif self.raw:
+                    out = policy(batch, [texts[i] for i in active])
+                else:
+                    out = policy(batch)
+            except Exception as exc:  # noqa: BLE001  (a user's policy: say what failed, in one line)
+                text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                raise ValueError(f"The policy raised {type(exc).__name__}{': ' + text if text else ''} when called "
+                                 f"with a batch of {len(active)} observations.") from None
+            actions = check_actions(out, len(active), domain)
             for a, i in zip(actions, active):
                 task, emb, steps = slots[i]  # type: ignore[misc]
                 action = int(a) if np.ndim(a) == 0 else np.asarray(a, dtype=np.float64)
@@ -208,6 +231,40 @@ class Evaluator:
         for env in self._envs:
             env.close()
         self._envs.clear()
+
+
+def check_actions(actions: Any, rows: int, domain: Any) -> np.ndarray:
+    """A policy's output for a batch of ``rows`` observations, as an array the envs take; anything
+    else (wrong batch size, shape or type, NaN) is a one-line ``ValueError`` saying what was expected."""
+    try:
+        out = np.asarray(actions)
+    except Exception:  # noqa: BLE001  (ragged lists and other objects numpy refuses)
+        out = np.asarray(None)
+    if domain is None:  # an env without a domain (tests' stand-ins): shape checks only
+        if out.ndim == 0 or len(out) != rows:
+            raise ValueError(f"The policy must return one action per observation ({rows}), got {out.shape}.")
+        return out
+    if domain.discrete_actions:
+        want = f"an integer array of shape ({rows},) with values in 0..{domain.action_dim - 1}"
+        if out.shape in ((rows, 1),):
+            out = out.reshape(rows)
+        if out.shape != (rows,) or out.dtype.kind not in "iuf":
+            raise ValueError(f"The policy must return {want}; got {_describe(out)}.")
+        if out.dtype.kind == "f" and not (np.all(np.isfinite(out)) and np.all(out == np.round(out))):
+            raise ValueError(f"The policy must return {want}; got non-integer or NaN values.")
+        if np.any(out < 0) or np.any(out >= domain.action_dim):
+            raise ValueError(f"The policy must return {want}; got values from {out.min():g} to {out.max():g}.")
+        return out.astype(np.int64)
+    want = f"a float array of shape ({rows}, {domain.action_dim})"
+    if out.shape != (rows, domain.action_dim) or out.dtype.kind not in "iuf":
+        raise ValueError(f"The policy must return {want}; got {_describe(out)}.")
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"The policy must return {want} of finite values; got NaN or inf.")
+    return out.astype(np.float64)
+
+
+def _describe(array: np.ndarray) -> str:
+    return "None" if array.dtype == object and array.ndim == 0 else f"shape {array.shape}, dtype {array.dtype}"
 
 
 def d3rlpy_policy(algo, target_return: float | None = None) -> Policy | EpisodicPolicy:
