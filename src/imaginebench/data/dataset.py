@@ -295,7 +295,8 @@ class EpisodeDataset:
         encoder object, or ``None`` for the package's default; ``raw=True``: the state vectors
         alone).  ``actions``: int64 ``(n,)`` for a discrete domain, float32 ``(n, action_dim)``
         for a continuous one.  ``rewards`` float32; ``terminals``/``timeouts`` bool;
-        ``instructions``: each row's instruction string; ``source``: ``real`` or ``imaginary``.
+        ``episode_ends`` bool (each episode's last transition: an imagined rollout may end without
+        a flag); ``instructions``: each row's instruction string; ``source``: ``real`` or ``imaginary``.
         """
         t = self.transitions()
         states, next_states = t.observations.astype(np.float32), t.next_observations.astype(np.float32)
@@ -310,9 +311,11 @@ class EpisodeDataset:
             next_observations = np.concatenate([next_states, table[ids]], axis=1)
         actions = (self.actions.astype(np.int64) if self.discrete_actions else self.actions.astype(np.float32))
         source = str(self.metadata.get("source", "real"))
+        ends = np.zeros(len(ids), dtype=bool)  # the last transition of each episode (an imagined one may end unflagged)
+        ends[np.cumsum(self.lengths)[self.lengths > 0] - 1] = True
         return {"observations": observations, "actions": actions, "rewards": self.rewards.astype(np.float32),
                 "next_observations": next_observations, "terminals": self.terminals.astype(bool),
-                "timeouts": self.truncations.astype(bool),
+                "timeouts": self.truncations.astype(bool), "episode_ends": ends,
                 "instructions": np.asarray(self.instructions, dtype=str)[ids] if len(ids) else np.zeros(0, str),
                 "source": np.full(len(ids), source)}
 

@@ -1,0 +1,100 @@
+"""Published baseline results: the rows our own runs produced, shipped in the package.
+
+``reference_results(env_id, profile)`` returns the measured rows (domain, level, algorithm,
+training data, seeds, mean ± std of the run scores, mean normalised score), each naming the
+package version, the commit, the machine and the command that reproduces it.  A cell nobody
+ran is absent, never estimated.  The file is
+``imaginebench/reference_results/results-<profile>.json``; :func:`rows_from_records` makes its
+rows from finished run records (one row per setting, seeds pooled), so the shipped numbers are
+exactly what ``imaginebench train`` wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+RESULTS_SCHEMA = 1
+DATA_LABELS = {"real": "real only", "imaginary": "real + imaginary (honest)",
+               "imaginary-unfiltered": "real + imaginary (unfiltered)",
+               "imaginary-oracle": "real + imaginary (oracle filter)", "real-upper-bound": "Real upper bound"}
+
+
+def results_path(profile: str = "small") -> Path:
+    """The shipped file of ``profile``'s published rows."""
+    return Path(str(resources.files("imaginebench") / "reference_results" / f"results-{profile}.json"))
+
+
+def reference_results(env_id: str | None = None, profile: str = "small", *, level: str | None = None,
+                      algorithm: str | None = None) -> list[dict[str, Any]]:
+    """The published rows of ``profile`` (``[]`` where none were measured), optionally of one
+    environment, level or algorithm.  Each row: ``env, level, algorithm, data, data_label,
+    seeds, n, mean, std, normalised, steps, eval_episodes_per_task, version, commit, command,
+    measured_on, machine``; ``mean``/``std`` are success rates in [0, 1] (std over seeds, ddof 1;
+    ``None`` for one seed)."""
+    from imaginebench.config import get_profile
+    from imaginebench.envs.registry import env_spec
+
+    name = get_profile(profile).name
+    path = results_path(name)
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    rows = data.get("rows", [])
+    if env_id is not None:
+        env_id = env_spec(env_id).env_id
+        rows = [r for r in rows if r["env"] == env_id]
+    if level is not None:
+        rows = [r for r in rows if r["level"] == level]
+    if algorithm is not None:
+        rows = [r for r in rows if r["algorithm"] == algorithm]
+    return [dict(r) for r in rows]
+
+
+def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, command: str, measured_on: str,
+                      machine: str) -> list[dict[str, Any]]:
+    """One published row per (env, level, algorithm, data, tag, settings) of finished run records;
+    ``command`` may hold ``{env}``, ``{algo}``, ``{level}``, ``{seeds}``, ``{profile}`` and ``{data_flag}``."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for rec in records:
+        key = (rec["env"], rec["level"], rec["algo"] + (f"@{rec['tag']}" if rec.get("tag") else ""), rec["data"],
+               rec["profile"], json.dumps(rec["settings"], sort_keys=True))
+        groups.setdefault(key, []).append(rec)
+    rows = []
+    for (env, level, algo, data, profile, _), recs in sorted(groups.items()):
+        recs = sorted(recs, key=lambda r: r["seed"])
+        scores = np.array([float(r["score"][level]) for r in recs])
+        normalised = [r.get("normalised", {}).get(level) for r in recs]
+        flag = {"real": " --real-only" if level != "train" else "", "real-upper-bound": " --real-upper-bound"}.get(
+            data, f" --imaginary {data.partition('-')[2]}" if data.startswith("imaginary-") else "")
+        seeds = [int(r["seed"]) for r in recs]
+        rows.append({
+            "env": env, "level": level, "algorithm": algo, "data": data, "data_label": DATA_LABELS.get(data, data),
+            "seeds": seeds, "n": len(recs), "mean": float(scores.mean()),
+            "std": float(scores.std(ddof=1)) if len(recs) > 1 else None,
+            "normalised": (float(np.mean(normalised)) if all(v is not None for v in normalised) else None),
+            "steps": int(recs[0]["steps"]), "eval_episodes_per_task": int(recs[0]["eval"]["episodes_per_task"])
+            if isinstance(recs[0].get("eval"), dict) and "episodes_per_task" in recs[0]["eval"]
+            else int(recs[0]["settings"]["eval_episodes_per_task"]),
+            "version": recs[0]["versions"]["imaginebench"], "commit": commit, "measured_on": measured_on,
+            "machine": machine,
+            "command": command.format(env=env, algo=algo.partition("@")[0], level=level,
+                                      seeds=" ".join(map(str, seeds)), profile=profile, data_flag=flag),
+        })
+    return rows
+
+
+def format_rows(rows: Iterable[Mapping[str, Any]]) -> str:
+    """Markdown table of published rows (success in %, mean ± std over seeds)."""
+    lines = ["| env | level | algorithm | data | seeds | success | normalised | version |",
+             "|---|---|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        spread = f" ± {100 * r['std']:.1f}" if r.get("std") is not None else ""
+        norm = f"{r['normalised']:.0f}" if r.get("normalised") is not None else "–"
+        lines.append(f"| {r['env']} | {r['level']} | {r['algorithm']} | {r['data_label']} | {r['n']} | "
+                     f"{100 * r['mean']:.1f}{spread} | {norm} | {r['version']} ({r['commit'][:7]}) |")
+    return "\n".join(lines)
