@@ -123,7 +123,8 @@ def register_toy_envs(monkeypatch) -> tuple[str, ...]:
             env_id, f"{__name__}:{env_cls}", f"{__name__}:{dom_cls}", "toy", ()))
         full = f"{registry.NAMESPACE}/{env_id}"
         if full not in gym.registry:
-            gym.register(full, entry_point=registry._entry_point(env_id), disable_env_checker=True)
+            gym.register(full, entry_point=f"{registry.__name__}:create_raw", kwargs={"env_id": env_id},
+                         disable_env_checker=True)
     return tuple(TOY_ENVS)
 
 

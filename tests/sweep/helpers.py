@@ -23,7 +23,8 @@ def register_toys() -> None:
             env_id, f"tests.algos.helpers:{env_cls}", f"tests.algos.helpers:{dom_cls}", "toy", ()))
         full = f"{registry.NAMESPACE}/{env_id}"
         if full not in gym.registry:
-            gym.register(full, entry_point=registry._entry_point(env_id), disable_env_checker=True)
+            gym.register(full, entry_point=f"{registry.__name__}:create_raw", kwargs={"env_id": env_id},
+                         disable_env_checker=True)
 
 
 def flaky_setup() -> None:

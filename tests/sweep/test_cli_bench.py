@@ -73,7 +73,7 @@ def test_options_make_the_grid_and_the_summary_is_printed(toy_envs, data_home, c
     (["--levels", "train,medium"], "Unknown level 'medium'"),
     (["--data", "real,fake"], "Unknown training data setting 'fake'"),
     (["--seeds", "0", "x"], "Seeds must be integers"),
-    (["--lease", "0"], "--lease must be positive, got 0.0"),
+    (["--lease", "0"], "--lease must be > 0, got 0"),
 ])
 def test_bad_names_give_one_line(toy_envs, calls, args, message):
     result = runner.invoke(app, [*BASE, *args])

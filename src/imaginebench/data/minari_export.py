@@ -10,6 +10,7 @@ import os
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,18 @@ def minari_id(dataset: EpisodeDataset) -> str:
     md = dataset.metadata
     domain = re.sub(r"-v\d+$", "", str(md.get("domain", "unknown"))).lower()
     return f"imaginebench/{domain}-{md.get('level', 'unknown')}-{md.get('source', 'unknown')}-v0"
+
+
+def _env_spec_of(metadata: dict) -> Any:
+    """Gymnasium's spec of the env the data belongs to, at the dataset's level (so Minari's
+    ``recover_environment()`` and ``recover_environment(eval_env=True)`` give it back); ``None``
+    for data of a domain that is not registered here."""
+    from imaginebench.envs.registry import ENV_SPECS, gym_spec
+
+    domain = str(metadata.get("domain"))
+    if domain not in ENV_SPECS:
+        return None
+    return gym_spec(domain, level=str(metadata.get("level", "train")))
 
 
 def export_minari(dataset: EpisodeDataset, dataset_id: str | None = None, root: str | Path | None = None):
@@ -59,8 +72,10 @@ def export_minari(dataset: EpisodeDataset, dataset_id: str | None = None, root: 
             ))
         with warnings.catch_warnings():  # Minari warns about optional metadata we do not have
             warnings.simplefilter("ignore", UserWarning)
+            spec = _env_spec_of(md)
             out = minari.create_dataset_from_buffers(
                 dataset_id=dataset_id, buffer=buffers, action_space=act_space, observation_space=obs_space,
+                env=spec, eval_env=spec,
                 algorithm_name=str(md.get("generator", "unknown")), author="ImagineBench",
                 description=f"ImagineBench {md.get('domain')} {md.get('level')} {md.get('source')} rollouts.",
             )

@@ -102,11 +102,19 @@ def env_class(env_id: str):
     return _load(spec.env_entry, spec)
 
 
-def _entry_point(env_id: str):
-    def create(**kwargs: Any):
-        return env_class(env_id)(**kwargs)
+def create_raw(env_id: str, **kwargs: Any) -> gym.Env:
+    """Gymnasium's entry point of every ``ImagineBench/<id>``: the raw env (state vectors).  A
+    ``module:function`` string with ``env_id`` in the spec's kwargs keeps the spec JSON-serialisable,
+    so datasets (Minari) can record it and recover the env in a fresh interpreter."""
+    return env_class(env_id)(**kwargs)
 
-    return create
+
+def gym_spec(env_id: str, **kwargs: Any) -> Any:
+    """Gymnasium's ``EnvSpec`` of ``ImagineBench/<env_id>`` with ``kwargs`` (e.g. ``level``) bound."""
+    import dataclasses
+
+    base = gym.spec(f"{NAMESPACE}/{env_spec(env_id).env_id}")
+    return dataclasses.replace(base, kwargs={**base.kwargs, **kwargs})
 
 
 def register_envs() -> None:
@@ -115,7 +123,8 @@ def register_envs() -> None:
         full = f"{NAMESPACE}/{env_id}"
         if full not in gym.registry:
             # no OrderEnforcing wrapper: the envs refuse step() before reset() themselves
-            gym.register(full, entry_point=_entry_point(env_id), disable_env_checker=True, order_enforce=False)
+            gym.register(full, entry_point=f"{__name__}:create_raw", kwargs={"env_id": env_id},
+                         disable_env_checker=True, order_enforce=False)
 
 
 def make(
