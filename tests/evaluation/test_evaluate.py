@@ -136,3 +136,19 @@ def test_get_dataset_builds_missing_real_data_when_asked(toy_envs, data_home, mo
         imaginebench.get_dataset("Toy-v0", "easy", profile="tiny")
     real, _ = imaginebench.get_dataset("Toy-v0", "easy", profile="tiny", build=True, progress=False)
     assert len(real) == 8
+
+
+def test_published_rows_are_measured_rows_with_their_command_and_show_in_the_report():
+    from imaginebench.report.sections import published_section
+
+    rows = imaginebench.reference_results(profile="small")
+    assert rows, "the package ships published rows"
+    for row in rows:
+        assert row["n"] == len(row["seeds"]) >= 1 and 0.0 <= row["mean"] <= 1.0
+        assert (row["std"] is None) == (row["n"] == 1)
+        assert row["command"].startswith(f"imaginebench train --env {row['env']} --algo ")
+        assert row["version"] and row["commit"] and row["machine"]
+    env = rows[0]["env"]
+    text = "\n".join(published_section([(env, "small")]))
+    assert "Published rows" in text and "not your runs" in text and rows[0]["algorithm"] in text
+    assert imaginebench.reference_results(env, "tiny") == []  # nothing measured there: nothing shipped

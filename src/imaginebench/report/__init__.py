@@ -45,7 +45,7 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, pictures: 
                                 "nor fine-tune records. "
                                 f"Train some with: imaginebench train --env {filters.get('env') or 'CLEVR-v0'} --algo bc"
                                 + (f" --profile {filters['profile']}" if filters.get("profile") else ""))
-    from imaginebench.report.sections import calibration_section, quality_section, rollout_strips
+    from imaginebench.report.sections import calibration_section, published_section, quality_section, rollout_strips
 
     cells = aggregate(records)
     out = Path(out_dir)
@@ -54,6 +54,7 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, pictures: 
     strips, notes = rollout_strips(pairs, out) if pictures else ({}, [])
     text = markdown(cells).rstrip("\n").split("\n") + [""] if cells else ["# ImagineBench results", ""]
     if cells:
+        text += published_section(pairs)
         text += quality_section(pairs) + calibration_section(list(dict.fromkeys(env for env, _ in pairs)))
     if strips or notes:
         text += ["## Rollout pictures", ""] + [f"- `{p.name}`: {caption}" for caption, p in strips.items()]

@@ -146,3 +146,21 @@ def rollout_strips(pairs: Sequence[tuple[str, str]], out_dir: Path, frames: int 
             figures[f"{env_id} {level} (profile {profile}): the expert's real rollout (top) and the model's imagined "
                     f"rollout (bottom) of task {imagined.task}, from the same initial state"] = path
     return figures, notes
+
+
+def published_section(pairs: list[tuple[str, str]]) -> list[str]:
+    """The package's published rows (``imaginebench.reference_results``) of every reported env and
+    profile, marked as published, to read the runs above against."""
+    from imaginebench.evaluation.published import format_rows, reference_results
+
+    lines: list[str] = []
+    for env, profile in pairs:
+        try:
+            rows = reference_results(env, profile)
+        except (ValueError, KeyError):  # a plugin env or profile without published rows
+            rows = []
+        if rows:
+            lines += [f"## Published rows: {env}, profile `{profile}` (shipped with the package, not your runs)", "",
+                      "Success (%) = mean over seeds of each run's mean of its last five checkpoints; each row was "
+                      "produced by the command in `imaginebench.reference_results()`.", "", format_rows(rows), ""]
+    return lines
