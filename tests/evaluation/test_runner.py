@@ -171,7 +171,7 @@ def test_a_checkpoint_whose_model_bytes_changed_is_refused(toy_data):
     model[len(model) // 2] ^= 0x01  # a valid torch file whose model bytes are not the ones saved
     torch.save({**state, "model": bytes(model)}, path)
     before = path.read_bytes()
-    with pytest.raises(ValueError, match="Cannot resume from .*SHA-256.*delete it"):
+    with pytest.raises(ValueError, match="Cannot resume from .*SHA-256.*delete that file"):
         train(spec, progress=False)
     assert path.read_bytes() == before  # left for the user to look at, not overwritten
 
