@@ -24,11 +24,12 @@ def test_failed_write_keeps_the_old_file(tmp_path):
 
 
 def test_write_json_round_trip_with_numpy_and_nan(tmp_path):
+    """numpy numbers are written as numbers; NaN, which JSON cannot spell, as null (valid JSON)."""
     import numpy as np
 
-    path = write_json(tmp_path / "r.json", {"a": np.float32(0.5), "b": math.nan, "c": [1, 2]})
-    back = json.loads(path.read_text())
-    assert back["a"] == 0.5 and math.isnan(back["b"]) and back["c"] == [1, 2]
+    path = write_json(tmp_path / "r.json", {"a": np.float32(0.5), "b": math.nan, "c": [1, 2], "d": np.int64(3)})
+    back = json.loads(path.read_text(), parse_constant=lambda token: pytest.fail(f"{token} written"))
+    assert back == {"a": 0.5, "b": None, "c": [1, 2], "d": 3}
 
 
 def test_atomic_files_get_the_permissions_of_a_plain_file(tmp_path):

@@ -187,7 +187,7 @@ def test_oracle_variant_leaves_the_honest_dataset_alone(real_data, data_home):
     (["imagine", "generate", "--keep", "strict"], "Unknown keep mode 'strict'"),
     (["imagine", "generate", "--budget", "0.5"], "budget must be >= 1"),
     (["imagine", "generate", "--device", "tpu9"], "Unknown device 'tpu9'"),
-    (["imagine", "generate", "--max-steps", "0"], "max_steps must be >= 1"),
+    (["imagine", "generate", "--max-steps", "0"], "--max-steps must be at least 1"),
     (["imagine", "quality", "--variant", "best"], "Unknown imaginary data variant 'best'"),
     (["train", "--algo", "discrete_bc", "--level", "easy", "--imaginary", "perfect"], "Unknown --imaginary 'perfect'"),
 ])
