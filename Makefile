@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= small
+# worker processes of the main job: 2, or fewer where this machine has fewer CPUs (the tool refuses more)
+CPUS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; echo $$n)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -26,9 +28,9 @@ install: $(VENV)/.installed
 # pictures of a real and an imagined rollout per level, one self-contained HTML page).
 run: install
 	@echo "main job (profile $(PROFILE)), about 13 min on 2 cores: collect real CLEVR data (~1 min), calibrate expert and random policies (~1 min), 6 DiscreteBC runs on 2 Ray workers (~11 min), report with pictures"
-	$(VENV)/bin/imaginebench data collect --env CLEVR-v0 --level train --profile $(PROFILE) --workers 2 --skip-existing
-	$(VENV)/bin/imaginebench calibrate --env CLEVR-v0 --expert-episodes 20 --random-episodes 100 --max-random-episodes 100 --workers 2 --skip-existing --quiet
-	$(VENV)/bin/imaginebench bench --envs CLEVR-v0 --algos discrete_bc --levels rephrase,easy,hard --data real,imaginary --seeds 0 --profile $(PROFILE) --cpus 2
+	$(VENV)/bin/imaginebench data collect --env CLEVR-v0 --level train --profile $(PROFILE) --workers $(CPUS) --skip-existing
+	$(VENV)/bin/imaginebench calibrate --env CLEVR-v0 --expert-episodes 20 --random-episodes 100 --max-random-episodes 100 --workers $(CPUS) --skip-existing --quiet
+	$(VENV)/bin/imaginebench bench --envs CLEVR-v0 --algos discrete_bc --levels rephrase,easy,hard --data real,imaginary --seeds 0 --profile $(PROFILE) --cpus $(CPUS)
 	$(VENV)/bin/imaginebench report --env CLEVR-v0 --profile $(PROFILE)
 
 test: install
@@ -36,7 +38,7 @@ test: install
 
 ENV ?= CLEVR-v0
 calibrate: install
-	$(VENV)/bin/imaginebench calibrate --env $(ENV) --workers 2 --max-random-episodes 6400 --out calibration-$(ENV).md
+	$(VENV)/bin/imaginebench calibrate --env $(ENV) --workers $(CPUS) --max-random-episodes 6400 --out calibration-$(ENV).md
 
 clean:
 	rm -rf $(VENV) build *.egg-info
