@@ -389,6 +389,8 @@ CASES = [
     Case("imagine generate: budget below one", [*IMAGINE_GENERATE, "--budget", "0.5"], 2, "--budget must be >= 1"),
     Case("imagine generate: zero batch", [*IMAGINE_GENERATE, "--batch-size", "0"], 2,
          "--batch-size must be at least 1"),
+    Case("imagine generate: a batch beyond memory", [*IMAGINE_GENERATE, "--batch-size", "100000000000000"], 2,
+         "give a smaller --batch-size"),
     Case("imagine generate: negative episodes", [*IMAGINE_GENERATE, "--episodes", "-5"], 2,
          "--episodes must be at least 1"),
     Case("imagine quality: negative tolerance", [*IMAGINE_QUALITY, "--tolerance", "-1"], 2,

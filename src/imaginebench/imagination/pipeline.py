@@ -105,6 +105,14 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     levels = _levels(level)
     if threads:
         torch.set_num_threads(threads)
+    from imaginebench import limits
+    from imaginebench.envs.registry import load_domain
+
+    domain = load_domain(env_id)  # a lower bound: the imagined states of one batch, float32, at the longest horizon
+    horizon = max((domain.task_horizon(t) for lv in levels for t in domain.tasks(lv)), default=domain.horizon)
+    limits.fits_in_memory(4.0 * (batch_size or prof.lm_generate_batch) * (horizon + 1) * domain.state_dim,
+                          f"a batch of {batch_size or prof.lm_generate_batch} imagined rollouts",
+                          "give a smaller --batch-size")
     cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
                          bf16=bf16, max_steps=max_steps, keep="oracle" if filter_invalid else keep, budget=budget,
                          stop_on_end=stop_on_end)
