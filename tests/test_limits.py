@@ -17,6 +17,8 @@ from tests.algos.helpers import toy_envs  # noqa: F401 (fixture)
 
 def test_counts_and_numbers():
     assert limits.count("--n", 3) == 3 and limits.count("--n", None, allow_none=True) is None
+    assert limits.count("--n", np.int64(4)) == 4 and limits.count("--n", 5.0) == 5
+    assert limits.number("--x", np.float32(0.25), low=0.0) == 0.25
     for bad in (0, -1, 2.5, float("nan"), "3", True):
         with pytest.raises(UsageError, match="--n must"):
             limits.count("--n", bad)

@@ -11,6 +11,7 @@ compared with the memory available now.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import socket
 from typing import Any
@@ -46,8 +47,8 @@ def count(option: str, value: Any, *, low: int = 1, high: int | None = None, all
     """``value`` as an int in ``[low, high]`` (``None`` passes with ``allow_none``)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(value, float) and (
-            not math.isfinite(value) or value != int(value)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not isinstance(value, numbers.Integral) and (
+            not math.isfinite(float(value)) or float(value) != int(value)):
         raise UsageError(f"{option} must be a whole number, got {value!r}.")
     value = int(value)
     if value < low:
@@ -73,7 +74,7 @@ def number(option: str, value: Any, *, low: float | None = None, high: float | N
     """``value`` as a finite float inside the given bounds (``None`` passes with ``allow_none``)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
         raise UsageError(f"{option} must be a finite number, got {value!r}.")
     value = float(value)
     below = low is not None and (value <= low if low_open else value < low)
