@@ -344,6 +344,10 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
         _check_settings(found, spec, path, config.to_dict())
         return RunResult(record, path, skipped=True)
 
+    # sizes that cannot fit are refused before anything is loaded, encoded or written
+    check_training_memory(observation_dim=domain.state_dim + int(encoder.dim), action_size=domain.action_dim,
+                          hidden_units=tuple(getattr(config, "hidden_units", ())),
+                          batch_size=int(config.batch_size or spec.batch), what=f"{algo_spec.name} on {domain.env_id}")
     sources, weights, source_info = load_sources(spec, domain.env_id)
     check_writable(path)
     for name in (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME, "model.pt"):  # temporaries of a killed earlier attempt
@@ -353,9 +357,6 @@ def _prepare(spec: RunSpec, encoder: Any, env_factory: Callable[[str], Any] | No
     source = MixedReplaySource(sources, weights, encoder=encoder, seed=spec.seed,
                                action_size=domain.action_dim if domain.discrete_actions else None)
     batch = config.batch_size or spec.batch
-    check_training_memory(observation_dim=source.observation_dim, action_size=domain.action_dim,
-                          hidden_units=tuple(getattr(config, "hidden_units", ())), batch_size=batch,
-                          what=f"{algo_spec.name} on {domain.env_id}")
     torch.manual_seed(spec.seed)
     algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize, device=device)
     path.mkdir(parents=True, exist_ok=True)

@@ -240,6 +240,14 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     action_size = domain.action_dim
+    from imaginebench import limits  # sizes that cannot fit are refused before anything is loaded or encoded
+
+    limits.check_training_memory(observation_dim=domain.state_dim + int(encoder.dim), action_size=action_size,
+                                 hidden_units=tuple(getattr(config, "hidden_units", ())),
+                                 batch_size=int(config.batch_size or spec.batch), what=f"{method} on {domain.env_id}")
+    action_width = 1 if domain.discrete_actions else action_size
+    limits.fits_in_memory(4.0 * spec.steps * (2 * domain.state_dim + action_width + 3),
+                          f"the online buffer of a {spec.steps}-step budget", "give a smaller --budget")
     offline_model = None
     if start.run is not None:
         from imaginebench.algos.weights import MODEL_FILE, load_model
@@ -254,14 +262,6 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     ctx = BuildContext(batch_size=batch, state_dim=domain.state_dim, embedding_dim=int(encoder.dim),
                        action_size=action_size, discrete=domain.discrete_actions, observation_scaler=scaler,
                        device=device)
-    from imaginebench import limits
-
-    limits.check_training_memory(observation_dim=ctx.observation_dim, action_size=action_size,
-                                 hidden_units=tuple(getattr(config, "hidden_units", ())), batch_size=batch,
-                                 what=f"{method} on {domain.env_id}")
-    action_width = 1 if domain.discrete_actions else action_size
-    limits.fits_in_memory(4.0 * spec.steps * (2 * domain.state_dim + action_width + 3),
-                          f"the online buffer of a {spec.steps}-step budget", "give a smaller --budget")
     torch.manual_seed(spec.seed)
     algo = config.create(ctx)
     algo.create_impl((ctx.observation_dim,), action_size)
