@@ -21,6 +21,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from imaginebench.fileio import first_line
+
 LAST_CHECKPOINTS = 5
 """How many final checkpoints a run's score averages."""
 
@@ -206,7 +208,7 @@ class Evaluator:
                 else:
                     out = policy(batch)
             except Exception as exc:  # noqa: BLE001  (a user's policy: say what failed, in one line)
-                text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                text = first_line(exc) if str(exc).strip() else ""
                 raise ValueError(f"The policy raised {type(exc).__name__}{': ' + text if text else ''} when called "
                                  f"with a batch of {len(active)} observations.") from None
             actions = check_actions(out, len(active), domain)

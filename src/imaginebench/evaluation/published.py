@@ -18,6 +18,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from imaginebench.evaluation.records import train_data_flags
+
 RESULTS_SCHEMA = 1
 DATA_LABELS = {"real": "real only", "imaginary": "real + imaginary (honest)",
                "imaginary-unfiltered": "real + imaginary (unfiltered)",
@@ -69,8 +71,7 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, comm
         recs = sorted(recs, key=lambda r: r["seed"])
         scores = np.array([float(r["score"][level]) for r in recs])
         normalised = [r.get("normalised", {}).get(level) for r in recs]
-        flag = {"real": " --real-only" if level != "train" else "", "real-upper-bound": " --real-upper-bound"}.get(
-            data, f" --imaginary {data.partition('-')[2]}" if data.startswith("imaginary-") else "")
+        flag = train_data_flags(data, level)
         seeds = [int(r["seed"]) for r in recs]
         rows.append({
             "env": env, "level": level, "algorithm": algo, "data": data, "data_label": DATA_LABELS.get(data, data),

@@ -48,6 +48,15 @@ VOLATILE_KEYS = ("timing", "files")
 files (``torch.save`` bytes differ with the optimiser state's history, e.g. after a resume)."""
 
 
+def train_data_flags(data: str, level: str) -> str:
+    """The ``imaginebench train`` flags that give a record's ``data`` setting at ``level``."""
+    if data == "real":
+        return " --real-only" if level != "train" else ""
+    if data == "real-upper-bound":
+        return " --real-upper-bound"
+    return f" --imaginary {data.partition('-')[2]}" if data.startswith("imaginary-") else ""
+
+
 def runs_root() -> Path:
     """``<data home>/runs``."""
     return data_home() / "runs"

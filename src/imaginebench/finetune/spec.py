@@ -194,6 +194,7 @@ def resolve_start(spec: FinetuneSpec) -> Start:
     command that trains it."""
     from imaginebench.evaluation.records import RECORD_NAME, read_record
     from imaginebench.algos.weights import MODEL_FILE
+    from imaginebench.evaluation.records import train_data_flags
     from imaginebench.evaluation.runner import RunSpec, run_dir
 
     if spec.start == "scratch":
@@ -226,28 +227,19 @@ def resolve_start(spec: FinetuneSpec) -> Start:
     digest = (record.get("files") or {}).get(MODEL_FILE)
     if not model_path.exists() or not isinstance(digest, str):
         # runs written before model.pt existed hold only d3rlpy's model.d3, a pickle: never loaded
+        flags = train_data_flags(str(record.get("data")), str(record.get("level")))
         raise FileNotFoundError(f"The offline run at {folder} has no {MODEL_FILE} with a checksum in its record "
                                 f"(runs finished before 2026-11-26 only have model.d3, which is never loaded: it "
                                 f"is a pickle); train it again under a new tag, e.g. "
                                 f"imaginebench train --env {spec.env_id} --algo {record.get('algo')} --level "
                                 f"{record.get('level')} --seeds {record.get('seed')} --profile "
-                                f"{record.get('profile')}{_data_flags(record)} --tag retrained, then start from "
+                                f"{record.get('profile')}{flags} --tag retrained, then start from "
                                 f"{record.get('algo')}@retrained/{record.get('data')}.")
     name = record["algo"] + (f"@{record['tag']}" if record.get("tag") else "") + f"-{record['data']}"
     if canonical is None and folder.resolve() != _canonical_folder(spec, record).resolve():
         name += "-" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
     label = DATA_LABELS.get(record["data"], f"offline {record['data']}")
     return Start(name, label, folder, record, digest)
-
-
-def _data_flags(record: dict[str, Any]) -> str:
-    """The ``imaginebench train`` flags that give ``record``'s data setting."""
-    data = str(record.get("data"))
-    if data == "real":
-        return " --real-only" if record.get("level") != "train" else ""
-    if data == "real-upper-bound":
-        return " --real-upper-bound"
-    return f" --imaginary {data.partition('-')[2]}" if data.startswith("imaginary-") else ""
 
 
 def _env_id(env_id: str) -> str:
