@@ -22,21 +22,28 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
-# Main job: real CLEVR data -> calibration (expert and random success per task) -> imaginary rollouts
-# (the packaged reference datasets unless generated locally) -> DiscreteBC with and without them on
-# the three novel levels, as a Ray grid -> report (tables, rollout quality, calibration, figures,
-# pictures of a real and an imagined rollout per level, one self-contained HTML page).
+# Main job on one domain (ENV, default CLEVR-v0; any of CLEVR-v0 BabyAI-v0 HalfCheetah-v0 MetaWorld-v0
+# LIBERO-v0): real data -> calibration (expert and random success per task) -> imaginary rollouts
+# (the packaged reference datasets unless generated locally) -> ALGO (DiscreteBC on the discrete
+# domains, BC on the continuous ones) with and without them on the three novel levels, as a Ray grid
+# -> report (tables, rollout quality, calibration, figures, pictures of a real and an imagined rollout
+# per level, one self-contained HTML page).
+ENV ?= CLEVR-v0
+ALGO ?= $(if $(filter CLEVR-v0 BabyAI-v0,$(ENV)),discrete_bc,bc)
+comma := ,
+MINUTES_CLEVR-v0 = about 13 min on 2 cores: collect real data (~1 min)$(comma) calibrate (~1 min)$(comma) 6 runs on 2 Ray workers (~11 min)$(comma)
+MINUTES_HalfCheetah-v0 = about 20 min on 2 cores: collect real data (~1 min)$(comma) calibrate (~3 min)$(comma) 6 runs on 2 Ray workers (~15 min)$(comma)
+RUN_MINUTES = $(or $(MINUTES_$(ENV)),each stage prints its own estimate:)
 run: install
-	@echo "main job (profile $(PROFILE)), about 13 min on 2 cores: collect real CLEVR data (~1 min), calibrate expert and random policies (~1 min), 6 DiscreteBC runs on 2 Ray workers (~11 min), report with pictures"
-	$(VENV)/bin/imaginebench data collect --env CLEVR-v0 --level train --profile $(PROFILE) --workers $(CPUS) --skip-existing
-	$(VENV)/bin/imaginebench calibrate --env CLEVR-v0 --expert-episodes 20 --random-episodes 100 --max-random-episodes 100 --workers $(CPUS) --skip-existing --quiet
-	$(VENV)/bin/imaginebench bench --envs CLEVR-v0 --algos discrete_bc --levels rephrase,easy,hard --data real,imaginary --seeds 0 --profile $(PROFILE) --cpus $(CPUS)
-	$(VENV)/bin/imaginebench report --env CLEVR-v0 --profile $(PROFILE)
+	@echo "main job ($(ENV), $(ALGO), profile $(PROFILE)), $(RUN_MINUTES) report with pictures"
+	$(VENV)/bin/imaginebench data collect --env $(ENV) --level train --profile $(PROFILE) --workers $(CPUS) --skip-existing
+	$(VENV)/bin/imaginebench calibrate --env $(ENV) --expert-episodes 20 --random-episodes 100 --max-random-episodes 100 --workers $(CPUS) --skip-existing --quiet
+	$(VENV)/bin/imaginebench bench --envs $(ENV) --algos $(ALGO) --levels rephrase,easy,hard --data real,imaginary --seeds 0 --profile $(PROFILE) --cpus $(CPUS)
+	$(VENV)/bin/imaginebench report --env $(ENV) --profile $(PROFILE)
 
 test: install
 	$(PY) -m pytest -q
 
-ENV ?= CLEVR-v0
 calibrate: install
 	$(VENV)/bin/imaginebench calibrate --env $(ENV) --workers $(CPUS) --max-random-episodes 6400 --out calibration-$(ENV).md
 

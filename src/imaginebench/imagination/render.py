@@ -34,7 +34,7 @@ def state_renderer(env_id: str, level: str):
     if render is None:
         env.close()
         raise ValueError(f"{env_id} cannot draw a state vector (no env.unwrapped.render_state); "
-                         "rollout strips are available for CLEVR-v0, BabyAI-v0 and LIBERO-v0.")
+                         "rollout strips are available for CLEVR-v0, BabyAI-v0, LIBERO-v0 and HalfCheetah-v0.")
     return env, render
 
 
@@ -96,10 +96,17 @@ def rollout_strip(episode: Episode, render, source: str, frames: int = 6) -> np.
     """The strip of one episode: ``frames`` evenly spaced states drawn by ``render``, captioned
     with ``source``, task, instruction, length and outcome."""
     steps = frame_steps(len(episode), frames)
-    images = [render(episode.states[t]) for t in steps]
+    track = getattr(getattr(render, "__self__", None), "track_x", None)
+    if track is None:
+        images = [render(episode.states[t]) for t in steps]
+        labels = [f"t = {t}" for t in steps]
+    else:  # domains whose state holds no position (HalfCheetah): place the body at its travel so far
+        xs = track(np.asarray(episode.states))
+        images = [render(episode.states[t], x=float(xs[t])) for t in steps]
+        labels = [f"t = {t}, x = {xs[t]:.1f} m" for t in steps]
     outcome = "success" if episode.is_success else "no success"
     caption = f"{source} | {episode.task} | \"{episode.instruction}\" | {len(episode)} steps, {outcome}"
-    return compose_strip(images, [f"t = {t}" for t in steps], caption)
+    return compose_strip(images, labels, caption)
 
 
 def stack_strips(strips: Sequence[np.ndarray], gap: int = 8) -> np.ndarray:

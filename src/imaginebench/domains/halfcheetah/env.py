@@ -9,6 +9,7 @@ import numpy as np
 from imaginebench.domains.base import Task
 from imaginebench.domains.env_base import InstructionEnv
 from imaginebench.domains.halfcheetah import physics as P
+from imaginebench.domains.halfcheetah import success as S
 from imaginebench.domains.halfcheetah.domain import HalfCheetahDomain, legality_errors
 from imaginebench.domains.halfcheetah.expert import HalfCheetahExpert
 
@@ -66,6 +67,8 @@ class HalfCheetahEnv(InstructionEnv):
         super().__init__(level=level, render_mode=render_mode)
         self.sim = P.Simulator()
         self.expert = HalfCheetahExpert()
+        self._renderer: Any = None
+        self._render_data: Any = None
 
     def _reset_simulation(self, task: Task) -> np.ndarray:
         return self.sim.reset(int(self.np_random.integers(2**31)))
@@ -90,6 +93,64 @@ class HalfCheetahEnv(InstructionEnv):
         assert self.task is not None
         return self.expert.act(self.task, self.state, self.progress)
 
+    # ------------------------------------------------------------------ rendering
+    @staticmethod
+    def track_x(states: np.ndarray) -> np.ndarray:
+        """The cheetah's distance from its start at each state of an episode (the sum of the
+        ``dx`` so far): the state vector itself holds no x, drawings need it to place the body."""
+        s = np.asarray(states, dtype=np.float64)
+        return np.concatenate([[0.0], np.cumsum(s[1:, P.DX])]) if len(s) else np.zeros(0)
+
+    def render_state(self, state: np.ndarray, x: float = 0.0, width: int = 256, height: int = 192) -> np.ndarray:
+        """An RGB image (``height × width × 3``, uint8) of an 18-dim state (real or imagined) with
+        the root at ``x``, drawn by gymnasium's MuJoCo renderer on a private copy of the model's
+        data, so the running episode is untouched.  The camera looks at the torso from the side;
+        the chequered floor shows the travel.
+
+        Needs an OpenGL backend for MuJoCo: ``MUJOCO_GL=egl`` (Debian packages ``libegl1``,
+        ``libgl1-mesa-dri``) or ``MUJOCO_GL=osmesa`` (``libosmesa6``).
+        """
+        import mujoco
+
+        s = np.asarray(state, dtype=np.float64).reshape(-1)
+        if s.shape != (P.STATE_DIM,) or not np.all(np.isfinite(s)) or not np.isfinite(x):
+            raise ValueError(f"render_state needs {P.STATE_DIM} finite numbers and a finite x, got shape {s.shape}.")
+        model = self.sim.env.model
+        if self._renderer is None or (self._renderer.width, self._renderer.height) != (width, height):
+            self._close_renderer()
+            from gymnasium.envs.mujoco.mujoco_rendering import MujocoRenderer
+
+            self._render_data = mujoco.MjData(model)
+            self._renderer = MujocoRenderer(model, self._render_data, width=width, height=height,
+                                            default_cam_config={"distance": 4.0, "azimuth": 90.0, "elevation": -15.0})
+        data = self._render_data
+        data.qpos[:] = np.concatenate([[float(x)], s[P.QPOS_SLICE]])
+        data.qvel[:] = s[P.QVEL_SLICE]
+        mujoco.mj_forward(model, data)
+        try:
+            viewer = self._renderer._get_viewer("rgb_array")
+        except Exception as exc:  # mujoco raises FatalError or a GL library's own error
+            self._close_renderer()
+            raise RuntimeError(
+                f"HalfCheetah-v0 cannot render: MuJoCo found no OpenGL context ({type(exc).__name__}: {exc}). "
+                "Set MUJOCO_GL=egl (Debian packages libegl1, libgl1-mesa-dri) or MUJOCO_GL=osmesa "
+                "(libosmesa6) before starting Python."
+            ) from None
+        viewer.cam.lookat[:] = [float(x), 0.0, 0.4]
+        return np.asarray(self._renderer.render("rgb_array"), dtype=np.uint8).copy()
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array":
+            return None
+        x = float(self.progress[S.P_X]) if len(self.progress) else 0.0
+        return self.render_state(self.state, x=x)
+
+    def _close_renderer(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+        self._renderer = self._render_data = None
+
     def close(self) -> None:
+        self._close_renderer()
         self.sim.close()
         super().close()
