@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task, index_tasks
 from imaginebench.domains.halfcheetah import physics as P
 from imaginebench.domains.halfcheetah import success as S
 from imaginebench.domains.halfcheetah.tasks import build_tasks
@@ -63,6 +63,35 @@ def legality_errors(state: np.ndarray) -> list[str]:
     return errors
 
 
+def legal_rows(states: np.ndarray) -> np.ndarray:
+    """Whether each row of ``(N, 18)`` states has no :func:`legality_errors` (``(N,)`` bool;
+    non-finite rows are illegal): the same checks as array code, for imagined batches."""
+    s = np.asarray(states, dtype=np.float64)
+    legal = np.isfinite(s).all(axis=1)
+    s = np.where(legal[:, None], s, 0.0)
+    limits = P.joint_range()
+    joints = s[:, P.JOINT_SLICE]
+    legal &= ~np.any((joints < limits[:, 0] - JOINT_TOLERANCE) | (joints > limits[:, 1] + JOINT_TOLERANCE), axis=1)
+    legal &= (ROOTZ_BOUNDS[0] <= s[:, P.ROOTZ]) & (s[:, P.ROOTZ] <= ROOTZ_BOUNDS[1])
+    legal &= ~(np.abs(s[:, P.DX]) > MAX_DX)
+    legal &= ~np.any(np.abs(s[:, P.VX:P.VZ + 1]) > MAX_ROOT_SPEED, axis=1)
+    legal &= ~(np.abs(s[:, P.VZ + 1]) > MAX_PITCH_RATE)
+    legal &= ~np.any(np.abs(s[:, P.VZ + 2:]) > MAX_JOINT_RATE, axis=1)
+    if legal.any():  # the floor test only where nothing else failed, as per row
+        legal[legal] = ~(P.lowest_points(s[legal]) < MIN_LOWEST_POINT)
+    return legal
+
+
+def _direction(task: Task) -> float:
+    """The sign a task's rules read: ``first`` for sequences, ``sign`` for runs and directed jumps
+    (jumping in place reads none)."""
+    if task.family == "sequence":
+        return float(task.params["first"])
+    if task.family == "jump_in_place":
+        return 0.0
+    return float(task.params["sign"])
+
+
 class HalfCheetahDomain(Domain):
     """gymnasium's MuJoCo HalfCheetah running and jumping to instructions (see :mod:`.env`).
 
@@ -100,12 +129,47 @@ class HalfCheetahDomain(Domain):
         return StepOutcome(success=S.succeeded(task.family, task.params, after),
                            reward=float(sum(terms.values())), progress=after, terms=terms)
 
+    def outcome_batch(
+        self,
+        tasks: Sequence[Task],
+        states: np.ndarray,
+        actions: np.ndarray,
+        next_states: np.ndarray,
+        progress: Sequence[np.ndarray],
+    ) -> BatchOutcome:
+        """:meth:`outcome` of every row as array code (generation scores thousands of imagined
+        steps at once); forward kinematics runs on the jump tasks' rows only, as per row."""
+        _, actions, next_states = self._check_batch(tasks, states, actions, next_states, progress)
+        n = len(tasks)
+        before = np.asarray(progress, dtype=np.float64)
+        if n == 0:
+            before = before.reshape(0, len(S.PROGRESS_LAYOUT))
+        if before.shape != (n, len(S.PROGRESS_LAYOUT)):
+            raise ValueError(f"{self.env_id}: expected progress of shape ({n}, {len(S.PROGRESS_LAYOUT)}), "
+                             f"got {before.shape}")
+        distinct, rows = index_tasks(tasks)
+        family = S.family_codes([t.family for t in distinct])[rows]
+        direction = np.array([_direction(t) for t in distinct], dtype=np.float64)[rows]
+        with np.errstate(invalid="ignore", over="ignore"):  # per row, Python floats do not warn
+            in_air = np.zeros(n, dtype=bool)
+            jumps = (family == S.JUMP) | (family == S.JUMP_IN_PLACE)
+            if jumps.any():
+                in_air[jumps] = S.airborne_rows(next_states[jumps])
+            after = S.advance_rows(before, next_states, in_air)
+            success = S.succeeded_rows(family, direction, after)
+            reward = S.reward_rows(family, direction, actions, next_states, before, in_air)
+        return BatchOutcome(success=success, reward=reward, progress=list(after))
+
     def holds(self, task: Task, state: np.ndarray) -> bool:
         """No HalfCheetah task can hold at the start (every rule needs steps taken)."""
         return False
 
     def is_legal(self, state: np.ndarray) -> bool:
         return not legality_errors(state)
+
+    def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
+        """:meth:`is_legal` of every row of an ``(N, 18)`` array, as array code."""
+        return legal_rows(self._check_states("states", states, None))
 
     def legality_errors(self, state: np.ndarray) -> list[str]:
         """Why ``state`` is illegal (empty when legal)."""

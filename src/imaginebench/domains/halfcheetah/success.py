@@ -179,3 +179,78 @@ def reward_terms(family: str, params: Mapping[str, object], action: np.ndarray, 
     else:
         raise ValueError(f"Unknown HalfCheetah-v0 task family {family!r}; valid: {', '.join(FAMILIES)}.")
     return {"height": height, "drift": drift, "ctrl": ctrl}
+
+
+# ---------------------------------------------------------------- array versions
+# The generation step scores thousands of imagined transitions per step: these give the per-row
+# functions' answers for N rows at once.  Python's ``max(a, b)``/``min(a, b)`` are written as
+# ``where`` so that NaN entries come out as they do per row (``np.maximum`` would spread them).
+
+RUN, RUN_FAST, SEQUENCE, JUMP, JUMP_IN_PLACE = range(len(FAMILIES))
+"""Codes of :data:`FAMILIES` in the array functions."""
+
+
+def airborne_rows(next_states: np.ndarray) -> np.ndarray:
+    """:func:`airborne` of every row of ``(N, 18)`` states, as ``(N,)`` bool."""
+    return P.lowest_points(next_states) >= AIR_CLEARANCE
+
+
+def advance_rows(progress: np.ndarray, next_states: np.ndarray, in_air: np.ndarray) -> np.ndarray:
+    """:func:`advance` of every row: ``(N, 6)`` progress records after steps into ``next_states``."""
+    p = np.array(progress, dtype=np.float64)
+    s = np.asarray(next_states, dtype=np.float64)
+    p[:, P_T] += 1
+    p[:, P_X] += s[:, P.DX]
+    half = p[:, P_T] == HALF
+    p[half, P_HALF] = p[half, P_X]
+    far = np.abs(p[:, P_X])
+    p[:, P_MAX_ABS] = np.where(far > p[:, P_MAX_ABS], far, p[:, P_MAX_ABS])
+    new_jump = (in_air & (p[:, P_IN_JUMP] == 0.0) & (s[:, P.ROOTZ] >= JUMP_HEIGHT)
+                & (np.abs(s[:, P.ROOTY]) <= MAX_PITCH))
+    p[~in_air, P_IN_JUMP] = 0.0
+    p[new_jump, P_JUMPS] += 1
+    p[new_jump, P_IN_JUMP] = 1.0
+    return p
+
+
+def family_codes(families: list[str]) -> np.ndarray:
+    """Index into :data:`FAMILIES` of each name (``ValueError`` for an unknown one, as per row)."""
+    for family in families:
+        if family not in FAMILIES:
+            raise ValueError(f"Unknown HalfCheetah-v0 task family {family!r}; valid: {', '.join(FAMILIES)}.")
+    return np.array([FAMILIES.index(f) for f in families], dtype=np.intp)
+
+
+
+def succeeded_rows(family: np.ndarray, direction: np.ndarray, progress: np.ndarray) -> np.ndarray:
+    """:func:`succeeded` of every row: ``family`` codes (:func:`family_codes`), ``direction``
+    (``sign``, or ``first`` for sequences) and ``(N, 6)`` progress after the step."""
+    p = progress
+    t, x, x_half, jumps = p[:, P_T], p[:, P_X], p[:, P_HALF], p[:, P_JUMPS]
+    speed = np.where(family == RUN, RUN_SPEED, FAST_SPEED)
+    run = (t >= MIN_RUN_STEPS) & (direction * x >= speed * t * P.DT)
+    sequence = ((t >= HORIZON) & (direction * x_half >= SEQUENCE_DISTANCE)
+                & (-direction * (x - x_half) >= SEQUENCE_DISTANCE))
+    jump = (jumps >= JUMPS) & (direction * x >= JUMP_DISTANCE)
+    in_place = (jumps >= JUMPS) & (p[:, P_MAX_ABS] <= IN_PLACE_RADIUS)
+    return np.select([(family == RUN) | (family == RUN_FAST), family == SEQUENCE, family == JUMP,
+                      family == JUMP_IN_PLACE], [run, sequence, jump, in_place], False)
+
+
+def reward_rows(family: np.ndarray, direction: np.ndarray, actions: np.ndarray, next_states: np.ndarray,
+                progress_before: np.ndarray, in_air: np.ndarray) -> np.ndarray:
+    """The sum of :func:`reward_terms` of every row, added in the same order (``(N,)``)."""
+    s = np.asarray(next_states, dtype=np.float64)
+    velocity = s[:, P.DX] / P.DT
+    ctrl = -CTRL_COST * np.sum(np.square(np.asarray(actions, dtype=np.float64)), axis=1)
+    before_half = progress_before[:, P_T] < HALF
+    moving = np.where(family == SEQUENCE, np.where(before_half, direction, -direction), direction) * velocity
+    rise = s[:, P.ROOTZ] - STANDING_ROOTZ
+    lifted = in_air & (np.abs(s[:, P.ROOTY]) <= MAX_PITCH)
+    height = np.where(lifted, HEIGHT_WEIGHT * np.where(rise > 0.0, rise, 0.0), 0.0)
+    drift = np.where(JUMP_DRIFT_CAP < moving, JUMP_DRIFT_CAP, moving)
+    away = np.abs(progress_before[:, P_X] + s[:, P.DX]) - IN_PLACE_FREE
+    stay = -np.abs(velocity) - IN_PLACE_PULL * np.where(away > 0.0, away, 0.0)
+    jumping = np.where(family == JUMP, drift, stay)
+    jumpy = (family == JUMP) | (family == JUMP_IN_PLACE)
+    return np.where(jumpy, height + jumping + ctrl, moving + ctrl)
