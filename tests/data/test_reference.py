@@ -14,6 +14,8 @@ from imaginebench.data.hub import dataset_path, reference_available, reference_p
 from tests.data.helpers import random_dataset
 
 ENV, LEVEL, PROFILE = "BabyAI-v0", "easy", "tiny"
+HALFCHEETAH_LEVELS = ("rephrase",)
+"""HalfCheetah-v0 levels with shipped reference data."""
 
 
 def small_dataset(seed: int, source: str = "imaginary") -> EpisodeDataset:
@@ -108,10 +110,15 @@ def test_no_reference_and_no_local_gives_none(reference_root, real_train, caplog
     assert get_dataset(ENV, "train", PROFILE)[1] is None
 
 
-@pytest.mark.parametrize("env_id", ["CLEVR-v0", "BabyAI-v0"])
-@pytest.mark.parametrize("level", ["rephrase", "easy", "hard"])
+SHIPPED = [(env, level) for env in ("CLEVR-v0", "BabyAI-v0") for level in ("rephrase", "easy", "hard")]
+SHIPPED += [("HalfCheetah-v0", level) for level in HALFCHEETAH_LEVELS]
+NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4}
+"""The rollout model behind each domain's files: full depth (None) or late entry with 4 numeric layers."""
+
+
+@pytest.mark.parametrize("env_id,level", SHIPPED)
 def test_shipped_reference_datasets_load_in_an_empty_data_home(env_id, level, data_home):
-    """The packaged small-profile datasets: checksummed, honest filter, full-depth model in metadata."""
+    """The packaged small-profile datasets: checksummed, honest filter, the rollout model in metadata."""
     from imaginebench.data.hub import load_imaginary
 
     assert not (data_home / "datasets").exists()
@@ -120,6 +127,7 @@ def test_shipped_reference_datasets_load_in_an_empty_data_home(env_id, level, da
     md = honest.metadata
     assert md["reference"] is True and md["filter"] == "honest" and md["oracle"] is False
     assert md["backbone"] == "smollm2-135m" and md["model"]["num_layers"] is None
+    assert md["model"].get("numeric_layers") == NUMERIC_LAYERS[env_id]
     assert md["level"] == level and md["domain"] == env_id
     unfiltered = load_imaginary(env_id, level, "small", variant="unfiltered")
     assert unfiltered is not None and unfiltered.metadata["filter"] == "none"
