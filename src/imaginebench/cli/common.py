@@ -3,14 +3,17 @@
 Commands are thin: parse, validate, call the library. Expected errors print one line on
 stderr: exit code 2 for a bad argument (:class:`~imaginebench.errors.UsageError`, and click's
 own usage errors), 1 for anything else expected (missing or corrupt data, an existing output,
-a missing optional extra, a folder that cannot be written). Each stage's commands live in
-their own module of this package.
+a missing optional extra, a folder that cannot be written). With ``IMAGINEBENCH_DEBUG=1`` the
+traceback behind such a line is printed above it. Each stage's commands live in their own
+module of this package.
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import os
+import traceback
 from typing import Callable
 
 import typer
@@ -24,6 +27,18 @@ app = typer.Typer(help="ImagineBench: reinforcement learning from imaginary roll
 EXPECTED_ERRORS = (ValueError, FileNotFoundError, FileExistsError, ImportError, NotImplementedError, KeyError)
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
+DEBUG_ENV_VAR = "IMAGINEBENCH_DEBUG"
+"""Set to 1 (or yes/true) to see the traceback behind a one-line error."""
+
+
+def debug_enabled() -> bool:
+    """Whether ``IMAGINEBENCH_DEBUG`` asks for tracebacks."""
+    return os.environ.get(DEBUG_ENV_VAR, "").strip().lower() in ("1", "yes", "true", "on")
+
+
+def _show_traceback() -> None:
+    if debug_enabled():
+        traceback.print_exc()
 
 
 def os_error_message(exc: OSError) -> str:
@@ -52,12 +67,14 @@ def friendly(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except EXPECTED_ERRORS as exc:
+            _show_traceback()
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             if isinstance(exc, OSError) and exc.errno is not None:
                 msg = os_error_message(exc)
             typer.echo(f"error: {msg}", err=True)
             raise typer.Exit(USAGE_EXIT if isinstance(exc, UsageError) else RUNTIME_EXIT) from None
         except OSError as exc:
+            _show_traceback()
             typer.echo(f"error: {os_error_message(exc)}", err=True)
             raise typer.Exit(RUNTIME_EXIT) from None
 
