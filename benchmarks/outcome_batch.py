@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"N={args.rows} rows of mixed tasks per call, median of {args.rounds} rounds (ms per call)")
-    print(f"{'env':<11}{'level':<7}{'outcome loop':>13}{'batched':>9}{'ratio':>8}"
+    print(f"{'env':<16}{'level':<9}{'outcome loop':>13}{'batched':>9}{'ratio':>8}"
           f"{'is_legal loop':>15}{'batched':>9}{'ratio':>8}")
     for env_id in args.envs:
         for level in args.levels:
@@ -94,7 +94,7 @@ def main() -> None:
                 ],
                 args.rounds,
             )
-            print(f"{env_id:<11}{level:<7}{loop:>13.2f}{batched:>9.2f}{loop / batched:>7.1f}x"
+            print(f"{env_id:<16}{level:<9}{loop:>13.2f}{batched:>9.2f}{loop / batched:>7.1f}x"
                   f"{legal_loop:>15.2f}{legal_batched:>9.2f}{legal_loop / legal_batched:>7.1f}x")
     print(f"load average at the end: {os.getloadavg()}")
 
