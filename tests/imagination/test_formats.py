@@ -108,3 +108,52 @@ def test_rollout_end_labels(tiny_model):
     left = collate([seq, dyn], left_pad=True)
     assert (left.ends[1] == -1).all() and left.ends[0].tolist() == seq.ends.tolist()
     assert left.kinds.shape[1] > len(dyn)
+
+
+def _window_offsets(b, states, actions, rng, n, **kw):
+    """Offsets (first state's row in the episode) of ``n`` rollout windows of 3 steps."""
+    offsets = []
+    for _ in range(n):
+        w = b.example("rollout", "go", states, actions, rng, max_steps=3, **kw)
+        first = w.states[w.kinds == STATE][0]
+        offsets.append(int(np.flatnonzero((states == first).all(axis=1))[0]))
+    return np.array(offsets)
+
+
+def test_windows_begin_at_the_episode_start_for_the_given_share(tiny_model):
+    """Generation begins at an initial state: a share of the windows of long episodes must show it."""
+    b = _builder(tiny_model)
+    states = np.arange(21 * 10, dtype=np.float32).reshape(21, 10)  # 20 steps, every state distinct
+    actions = np.arange(20) % 40
+    uniform = _window_offsets(b, states, actions, np.random.default_rng(0), 400)
+    assert set(uniform) == set(range(18)) and (uniform == 0).mean() < 0.15  # uniform over the 18 offsets
+    always = _window_offsets(b, states, actions, np.random.default_rng(0), 50, start_share=1.0)
+    assert (always == 0).all()
+    half = _window_offsets(b, states, actions, np.random.default_rng(0), 400, start_share=0.5)
+    assert 0.45 < (half == 0).mean() < 0.62 and len(set(half)) > 10  # 0.5 + 0.5/18 expected at offset 0
+    # share 0 draws nothing extra: the same windows as before the option existed
+    again = _window_offsets(b, states, actions, np.random.default_rng(0), 400, start_share=0.0)
+    np.testing.assert_array_equal(again, uniform)
+    # episodes no longer than the window are never cut, whatever the share
+    short = b.example("rollout", "go", states[:4], actions[:3], np.random.default_rng(0), max_steps=3, start_share=0.5)
+    np.testing.assert_array_equal(short.states[short.kinds == STATE], states[:4])
+
+
+def test_start_window_share_is_checked_and_reaches_the_sampler(tiny_model):
+    import pytest
+
+    from imaginebench.imagination.finetune import TrainConfig, _Sampler
+
+    states = np.arange(21 * 10, dtype=np.float32).reshape(21, 10)
+    episodes = [("go", states, np.arange(20) % 40, True)]
+    for share, expect_all_at_start in ((1.0, True), (0.0, False)):
+        cfg = TrainConfig(max_rollout_steps=3, start_window_share=share, task_weights=(1.0, 0.0, 0.0, 0.0))
+        sampler, rng = _Sampler(_builder(tiny_model), episodes, cfg), np.random.default_rng(1)
+        firsts = [sampler.example(rng).states for _ in range(40)]
+        at_start = [bool((f == states[0]).all(axis=1).any()) for f in firsts]
+        assert all(at_start) == expect_all_at_start
+    assert TrainConfig().start_window_share == 0.5
+    assert TrainConfig().to_dict()["start_window_share"] == 0.5  # recorded in the checkpoint's train settings
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="start_window_share"):
+            TrainConfig(start_window_share=bad)

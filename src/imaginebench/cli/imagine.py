@@ -37,6 +37,9 @@ def imagine_train(
         "(the text below is cached); 0 = every layer (the full-depth model). Default: the profile's."),
     augment: bool = typer.Option(True, "--augment/--no-augment", help="Train on the domain's exact symmetries of "
                                  "the real episodes (BabyAI: the room's 8 rotations/reflections); others: no effect."),
+    start_window_share: float = typer.Option(
+        0.5, "--start-window-share", help="Share of the windows cut from long episodes that begin at the episode's "
+        "start, where only the instruction says what to do (0: uniform windows, the old behaviour)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sequences per step (default: the profile's)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Backbone learning rate (default 5e-4 LoRA / 1e-4 full)."),
     adapter_lr: Optional[float] = typer.Option(None, "--adapter-lr",
@@ -67,8 +70,10 @@ def imagine_train(
     limits.positive("--lr", lr, allow_none=True)
     limits.positive("--adapter-lr", adapter_lr, allow_none=True)
     limits.number("--early-stop-min-delta", early_stop_min_delta, low=0.0)
+    limits.number("--start-window-share", start_window_share, low=0.0, high=1.0)
     _threads(threads)
-    extra: dict = {"early_stop_min_delta": early_stop_min_delta, "augment": augment}
+    extra: dict = {"early_stop_min_delta": early_stop_min_delta, "augment": augment,
+                   "start_window_share": start_window_share}
     if eval_every is not None:
         extra["eval_every"] = eval_every
     if early_stop_patience is not None:

@@ -64,8 +64,12 @@ class TrainConfig:
         task_weights: sampling weights of the four tasks (rollout, dynamics, consequence,
             explanation).
         loss_weights: weights of the ``state``, ``action``, ``text`` and ``end`` losses.
-        max_rollout_steps: longer episodes are cut to a random window of this many steps
-            (rollout and explanation examples).
+        max_rollout_steps: longer episodes are cut to a window of this many steps (rollout and
+            explanation examples).
+        start_window_share: share of those windows that begin at the episode's start (the rest
+            begin at a uniformly random step): the start is where generation begins and where only
+            the instruction tells the model what to do; 0 gives the old uniform windows, whose
+            models ignored HalfCheetah's instructions.
         val_episodes: held-out episodes (at most 20% of the data).
         val_examples: validation examples per task.
         eval_every: steps between validations (and the end).
@@ -94,6 +98,7 @@ class TrainConfig:
     loss_weights: Mapping[str, float] = field(
         default_factory=lambda: {"state": 1.0, "action": 1.0, "text": 1.0, "end": 1.0})
     max_rollout_steps: int = 64
+    start_window_share: float = 0.5
     val_episodes: int = 64
     val_examples: int = 32
     eval_every: int = 100
@@ -114,6 +119,8 @@ class TrainConfig:
         for name in ("steps", "batch_size", "max_rollout_steps", "eval_every", "checkpoint_every", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if not 0.0 <= self.start_window_share <= 1.0:
+            raise ValueError(f"start_window_share must be in [0, 1], got {self.start_window_share}.")
         if len(self.task_weights) != len(TASKS) or min(self.task_weights) < 0 or sum(self.task_weights) <= 0:
             raise ValueError(f"task_weights needs {len(TASKS)} non-negative weights ({', '.join(TASKS)}), "
                              f"got {self.task_weights}.")
@@ -189,7 +196,7 @@ class _Sampler:
             name = self.symmetries[int(rng.integers(len(self.symmetries)))]
             states, actions = self.domain.transform_episode(states, actions, name)
         return self.builder.example(task, instr, states, actions, rng, self.cfg.max_rollout_steps,
-                                    terminal=terminal)
+                                    terminal=terminal, start_share=self.cfg.start_window_share)
 
 
 def val_score(val: Mapping[str, Mapping[str, float]]) -> float:

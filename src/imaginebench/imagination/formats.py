@@ -184,11 +184,17 @@ class SequenceBuilder:
                                               (TEXT, p[1], False), (TEXT, answer, True)])
 
     def example(self, task: str, instruction: str, states: np.ndarray, actions: np.ndarray,
-                rng: np.random.Generator, max_steps: int | None = None, terminal: bool = True) -> Sequence:
+                rng: np.random.Generator, max_steps: int | None = None, terminal: bool = True,
+                start_share: float = 0.0) -> Sequence:
         """An example of ``task`` from one episode (``states``: T+1 rows, ``actions``: T rows).
 
-        Episodes longer than ``max_steps`` are cut to a random window of that many steps
-        (rollout/explanation); dynamics uses one random transition of the episode.
+        Episodes longer than ``max_steps`` are cut to a window of that many steps
+        (rollout/explanation): with probability ``start_share`` the one at the episode's start,
+        else one at a uniformly random offset.  Why: generation always starts at an initial
+        state, where only the instruction says which way to go; uniformly placed windows of long
+        episodes almost never show that moment (mid-episode the state history already says it),
+        and a model fine-tuned on them ignores the instruction (notes/halfcheetah_imagination.md).
+        Dynamics uses one random transition of the episode.
         ``terminal``: the episode ended by termination (success), not by a time limit; only
         then is its last state labelled as the end of the rollout (rollout task).
         """
@@ -202,7 +208,8 @@ class SequenceBuilder:
             return self.consequence(instruction, states[0], states[-1])
         ends_here = bool(terminal)
         if max_steps is not None and t > max_steps:
-            k = int(rng.integers(t - max_steps + 1))
+            at_start = start_share > 0 and rng.random() < start_share  # no extra draw when 0: same stream as before
+            k = 0 if at_start else int(rng.integers(t - max_steps + 1))
             states, actions = states[k:k + max_steps + 1], actions[k:k + max_steps]
             ends_here = ends_here and k + max_steps == t
         if task == "rollout":
