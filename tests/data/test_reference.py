@@ -14,7 +14,7 @@ from imaginebench.data.hub import dataset_path, reference_available, reference_p
 from tests.data.helpers import random_dataset
 
 ENV, LEVEL, PROFILE = "BabyAI-v0", "easy", "tiny"
-HALFCHEETAH_LEVELS = ("rephrase",)
+HALFCHEETAH_LEVELS = ("rephrase", "easy", "hard")
 """HalfCheetah-v0 levels with shipped reference data."""
 
 
