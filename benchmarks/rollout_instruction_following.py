@@ -31,6 +31,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--weights", choices=("best", "last"), default="best",
+                        help="the checkpoint's best-validation weights or its latest ones")
     args = parser.parse_args()
 
     import torch
@@ -41,11 +43,12 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     domain = load_domain(args.env)
-    model, _ = load_checkpoint(Path(args.checkpoint), device=torch.device("cpu"))
+    model, meta = load_checkpoint(Path(args.checkpoint), device=torch.device("cpu"), which=args.weights)
     model.merge_lora()
     cfg = GenerateConfig(batch_size=args.batch_size, seed=args.seed, keep="none")
     train_tasks = list(domain.tasks("train"))
-    print(f"{args.env}, checkpoint {args.checkpoint}, {args.per_task} rollouts per task, temperature "
+    print(f"{args.env}, checkpoint {args.checkpoint} ({args.weights} weights, step {meta['loaded']['step']}), "
+          f"{args.per_task} rollouts per task, temperature "
           f"{cfg.temperature}, seed {args.seed}; CPU threads {args.threads}")
     for level in args.levels:
         tasks = list(domain.tasks(level))
