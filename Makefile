@@ -32,7 +32,7 @@ ENV ?= CLEVR-v0
 ALGO ?= $(if $(filter CLEVR-v0 BabyAI-v0,$(ENV)),discrete_bc,bc)
 comma := ,
 MINUTES_CLEVR-v0 = about 13 min on 2 cores: collect real data (~1 min)$(comma) calibrate (~1 min)$(comma) 6 runs on 2 Ray workers (~11 min)$(comma)
-MINUTES_HalfCheetah-v0 = about 20 min on 2 cores: collect real data (~1 min)$(comma) calibrate (~3 min)$(comma) 6 runs on 2 Ray workers (~15 min)$(comma)
+MINUTES_HalfCheetah-v0 = roughly 20 min on 2 cores (estimated from 3-seed BC cells; not timed end to end): collect real data (~1 min)$(comma) calibrate (~3 min)$(comma) 6 runs on 2 Ray workers (~15 min)$(comma)
 RUN_MINUTES = $(or $(MINUTES_$(ENV)),each stage prints its own estimate:)
 run: install
 	@echo "main job ($(ENV), $(ALGO), profile $(PROFILE)), $(RUN_MINUTES) report with pictures"
