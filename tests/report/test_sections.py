@@ -43,8 +43,12 @@ def test_quality_table_reads_reference_reports_and_prefers_local_ones():
     quality_path(local).write_text(json.dumps({**shipped, "consistency": 0.123, "episodes": 7}))
     lines = "\n".join(quality_section([("BabyAI-v0", "small")]))
     assert "| easy | local, honest | kept | 7 | 12.3 |" in lines
-    # no imaginary data at all: no section
-    assert quality_section([("HalfCheetah-v0", "small")]) == []
+    # no imaginary data at all (no reference shipped for the profile either): no section
+    assert quality_section([("MetaWorld-v0", "small")]) == []
+    assert quality_section([("HalfCheetah-v0", "tiny")]) == []
+    # HalfCheetah ships every level: the table reads its reports, with the unfiltered 'all' rows
+    cheetah = "\n".join(quality_section([("HalfCheetah-v0", "small")]))
+    assert "| hard | reference, honest | kept | 2 | 100.0 |" in cheetah and "| rephrase | reference, honest | all | 1000 |" in cheetah
 
 
 def test_damaged_quality_report_is_a_one_line_error():
