@@ -112,6 +112,8 @@ def test_no_reference_and_no_local_gives_none(reference_root, real_train, caplog
 
 SHIPPED = [(env, level) for env in ("CLEVR-v0", "BabyAI-v0") for level in ("rephrase", "easy", "hard")]
 SHIPPED += [("HalfCheetah-v0", level) for level in HALFCHEETAH_LEVELS]
+HONEST_ONLY = {"HalfCheetah-v0"}
+"""Domains that ship only the honest files (HalfCheetah's unfiltered ones are 3–18 MB each)."""
 NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4}
 """The rollout model behind each domain's files: full depth (None) or late entry with 4 numeric layers."""
 
@@ -130,5 +132,8 @@ def test_shipped_reference_datasets_load_in_an_empty_data_home(env_id, level, da
     assert md["model"].get("numeric_layers") == NUMERIC_LAYERS[env_id]
     assert md["level"] == level and md["domain"] == env_id
     unfiltered = load_imaginary(env_id, level, "small", variant="unfiltered")
+    if env_id in HONEST_ONLY:  # its unfiltered files are too large to ship
+        assert unfiltered is None
+        return
     assert unfiltered is not None and unfiltered.metadata["filter"] == "none"
     assert len(unfiltered) >= len(honest)
