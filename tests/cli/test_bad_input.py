@@ -377,6 +377,8 @@ CASES = [
     Case("imagine train: negative adapter learning rate", [*IMAGINE_TRAIN, "--adapter-lr", "-1e-3"], 2,
          "--adapter-lr must be > 0"),
     Case("imagine train: zero batch", [*IMAGINE_TRAIN, "--batch-size", "0"], 2, "--batch-size must be at least 1"),
+    Case("imagine train: start-window share above 1", [*IMAGINE_TRAIN, "--start-window-share", "1.5"], 2,
+         "--start-window-share must lie in [0, 1]"),
     Case("imagine train: NaN task weight", [*IMAGINE_TRAIN, "--task-weights", "1,nan,1,1"], 2,
          "--task-weights needs four finite numbers"),
     Case("imagine train: all-zero task weights", [*IMAGINE_TRAIN, "--task-weights", "0,0,0,0"], 2,
