@@ -24,7 +24,7 @@ import numpy as np
 
 from imaginebench.domains.base import Task, index_tasks, per_task_cache
 from imaginebench.domains.clevr import success as S
-from imaginebench.domains.clevr.physics import N_BALLS
+from imaginebench.domains.clevr.layout import N_BALLS
 
 REFINE_TOLERANCE = 1e-9
 """Vector angles/lengths this close to a success threshold are recomputed with ``math``."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task
 from imaginebench.domains.clevr.batch import outcome_arrays
-from imaginebench.domains.clevr.physics import (
+from imaginebench.domains.clevr.layout import (
     BALL_RADIUS,
     COLOURS,
     N_ACTIONS,

@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from imaginebench.domains.clevr.physics import BALL_RADIUS, COLOURS, positions
+from imaginebench.domains.clevr.layout import BALL_RADIUS, COLOURS, positions
 
 # ---------------------------------------------------------------------------- thresholds
 RELATION_ANGLES: Mapping[str, float] = {

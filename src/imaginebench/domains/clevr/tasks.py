@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from imaginebench.domains.base import Task
 from imaginebench.domains.clevr import instructions as text
-from imaginebench.domains.clevr.physics import COLOURS
+from imaginebench.domains.clevr.layout import COLOURS
 from imaginebench.domains.clevr.success import RELATIONS
 
 Goal = tuple[str, str, str]

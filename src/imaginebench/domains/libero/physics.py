@@ -19,6 +19,7 @@ import os
 import tempfile
 from typing import Any, Mapping
 
+import mujoco
 import numpy as np
 
 from imaginebench.domains.libero import layout as L
@@ -154,7 +155,12 @@ class Scene:
     def _write_qpos(self, joints: np.ndarray, fingers: np.ndarray,
                     poses: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """Set joint angles, fingers and body poses (quaternions x, y, z, w); zero velocities;
-        bring the controller and the gripper command in line with the new configuration."""
+        bring the controller and the gripper command in line with the new configuration.
+
+        The simulator's data is reset first (time, solver warm start, applied forces): every
+        ``qpos`` entry is written below, so nothing of the previous episode survives and the same
+        reset seed and actions give the same episode bit for bit (gymnasium's determinism check)."""
+        mujoco.mj_resetData(self.sim.model._model, self._data)
         data = self.sim.data
         data.qpos[self._arm_q] = joints
         data.qpos[self._finger_q] = fingers

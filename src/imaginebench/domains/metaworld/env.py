@@ -9,7 +9,7 @@ import numpy as np
 from imaginebench.domains.base import Task
 from imaginebench.domains.env_base import InstructionEnv
 from imaginebench.domains.metaworld import layout as L
-from imaginebench.domains.metaworld.domain import MetaWorldDomain, legality_errors
+from imaginebench.domains.metaworld.domain import EMPTY_TOLERANCE, MetaWorldDomain, legality_errors
 from imaginebench.domains.metaworld.expert import MetaWorldExpert
 from imaginebench.domains.metaworld.physics import Scene, make_scene, sample_distractor
 from imaginebench.domains.metaworld.tasks import spec_of
@@ -17,6 +17,11 @@ from imaginebench.domains.metaworld.tasks import spec_of
 MAX_RESET_TRIES = 100
 """Layouts drawn per reset until the task does not already hold (metaworld's layouts almost never
 start solved)."""
+
+DRAWING_LOOKAT = (0.0, 0.65, 0.1)
+"""Default camera of :meth:`MetaWorldEnv.render_state`: the middle of metaworld's workspace..."""
+DRAWING_DISTANCE, DRAWING_AZIMUTH, DRAWING_ELEVATION = 1.5, 135.0, -30.0
+"""... seen from the front right, above the table."""
 
 
 class MetaWorldEnv(InstructionEnv):
@@ -83,12 +88,17 @@ class MetaWorldEnv(InstructionEnv):
     * v0: initial version.
     """
 
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 80}
     domain_cls = MetaWorldDomain
     domain: MetaWorldDomain
 
     def __init__(self, level: str = "train", render_mode: str | None = None) -> None:
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"Unknown render_mode {render_mode!r}; valid: None, 'rgb_array'.")
         super().__init__(level=level, render_mode=render_mode)
         self._scenes: dict[str, Scene] = {}
+        self._drawing: dict[str, tuple[Scene, Any]] = {}
+        """Per task: a second scene that states are written into to be drawn, and its renderer."""
         self.scene: Scene | None = None
         """The metaworld scene of the current task."""
         self.distractor = np.zeros(L.STATE_DIM)
@@ -136,7 +146,13 @@ class MetaWorldEnv(InstructionEnv):
             raise ValueError(f"Cannot set an illegal MetaWorld-v0 state: {'; '.join(errors)}.")
         if self.task is None:
             raise RuntimeError("Call reset() before set_state(): the task decides the scene.")
-        self.scene = self.scene_for(self.task)
+        scene = self.scene_for(self.task)
+        missing = [e for e in scene.entities if np.all(np.abs(s[L.slot_slice(e)]) <= EMPTY_TOLERANCE)]
+        if missing:
+            raise ValueError(f"Cannot set this MetaWorld-v0 state under task {self.task.name!r}: its scene needs "
+                             f"{', '.join(missing)}, which the state lacks; reset with a task of the state's "
+                             f"scene first.")
+        self.scene = scene
         self.scene.write(s)
         self.distractor = s.copy()
         for entity in self.scene.entities:
@@ -155,8 +171,68 @@ class MetaWorldEnv(InstructionEnv):
         """Phase label of the expert's latest action."""
         return self.expert.last_phase
 
+    # ------------------------------------------------------------------ rendering
+    def render_state(self, state: np.ndarray, width: int = 256, height: int = 256,
+                     camera: str | None = None) -> np.ndarray:
+        """An RGB image (``height × width × 3``, uint8) of any legal 91-dim state of the current
+        task's scene, real or imagined, without touching the episode.
+
+        The state is written (as :meth:`set_state` does) into a second copy of the task's
+        metaworld scene and drawn with MuJoCo's renderer.  The default camera looks at the table
+        from the front right, upright; ``camera`` names one of metaworld's own cameras instead
+        (``corner``, ``corner2``, ``topview``, ``gripperPOV``, ...; some of them are mounted upside
+        down and draw the scene so).  The distractor slot is not drawn: it exists in the state
+        vector only.  Needs an OpenGL backend (``MUJOCO_GL=egl`` or ``osmesa``).
+        """
+        import mujoco
+
+        s = np.asarray(state, dtype=np.float64).reshape(-1)
+        errors = legality_errors(s)
+        if errors:
+            raise ValueError(f"Cannot draw an illegal MetaWorld-v0 state: {'; '.join(errors)}.")
+        if self.task is None:
+            raise RuntimeError("Call reset() before render_state(): the task decides the scene.")
+        scene, renderer = self._drawing.get(self.task.name, (None, None))
+        if scene is None:
+            spec = spec_of(self.task)
+            scene = make_scene(spec.env_name, spec.scene, spec.family)
+        if renderer is None or renderer.width != width or renderer.height != height:
+            if renderer is not None:
+                renderer.close()
+            try:
+                renderer = mujoco.Renderer(scene.model, height=height, width=width)
+            except Exception as exc:  # mujoco raises FatalError or a GL library's own error
+                scene.close()
+                raise RuntimeError(
+                    f"MetaWorld-v0 cannot render: MuJoCo found no OpenGL context ({type(exc).__name__}: {exc}). "
+                    "Set MUJOCO_GL=egl (Debian packages libegl1, libgl1-mesa-dri) or MUJOCO_GL=osmesa "
+                    "(libosmesa6) before starting Python.") from None
+        self._drawing[self.task.name] = (scene, renderer)
+        missing = [e for e in scene.entities if np.all(np.abs(s[L.slot_slice(e)]) <= EMPTY_TOLERANCE)]
+        if missing:
+            raise ValueError(f"Cannot draw this MetaWorld-v0 state under task {self.task.name!r}: its scene "
+                             f"needs {', '.join(missing)}, which the state lacks.")
+        scene.write(s)
+        view: Any = camera
+        if camera is None:
+            view = mujoco.MjvCamera()
+            view.lookat[:] = DRAWING_LOOKAT
+            view.distance, view.azimuth, view.elevation = DRAWING_DISTANCE, DRAWING_AZIMUTH, DRAWING_ELEVATION
+        renderer.update_scene(scene.data, camera=view)
+        return np.asarray(renderer.render(), dtype=np.uint8).copy()
+
+    def render(self) -> np.ndarray | None:
+        """``render_state(self.state)`` in ``rgb_array`` mode, else ``None``."""
+        if self.render_mode != "rgb_array" or self.task is None:
+            return None
+        return self.render_state(self.state)
+
     def close(self) -> None:
         for scene in self._scenes.values():
             scene.close()
         self._scenes.clear()
+        for scene, renderer in self._drawing.values():
+            renderer.close()
+            scene.close()
+        self._drawing.clear()
         super().close()
