@@ -9,10 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
-from imaginebench.domains.base import choice_error
-from imaginebench.errors import UsageError
+from imaginebench.errors import UsageError, choice_error
 
 HOME_ENV_VAR = "IMAGINEBENCH_HOME"
 PROFILE_ENV_VAR = "IMAGINEBENCH_PROFILE"
@@ -31,20 +29,17 @@ def data_home() -> Path:
     return home
 
 
-# Reference sizes of SPEC §3.6 (rollouts): real, then imaginary per level.
-_PAPER_REAL = {"MetaWorld-v0": 20_000, "CLEVR-v0": 100_000, "BabyAI-v0": 19_200,
-               "LIBERO-v0": 29_780, "HalfCheetah-v0": 16_000}
-_PAPER_IMAGINARY = {
-    "MetaWorld-v0": {"rephrase": 72_400, "easy": 8_000, "hard": 4_000},
-    "CLEVR-v0": {"rephrase": 72_400, "easy": 5_600, "hard": 1_680},
-    "BabyAI-v0": {"rephrase": 19_200, "easy": 18_000, "hard": 18_000},
-    "LIBERO-v0": {"rephrase": 12_000, "easy": 24_000, "hard": 13_000},
-    "HalfCheetah-v0": {"rephrase": 10_000, "easy": 6_000, "hard": 9_000},
-}
+@dataclass(frozen=True)
+class Scale:
+    """A profile's size of one kind of dataset, from the paper's size in the domain's card
+    (``Domain.paper_episodes``): ``paper // divisor`` but at least ``floor``; ``divisor=None``:
+    ``floor`` whatever the paper's size."""
 
+    divisor: int | None
+    floor: int
 
-def _scaled(table: Mapping[str, int], divisor: int, floor: int) -> dict[str, int]:
-    return {k: max(floor, v // divisor) for k, v in table.items()}
+    def of(self, paper: int) -> int:
+        return self.floor if self.divisor is None else max(self.floor, int(paper) // self.divisor)
 
 
 LATE_ENTRY_LAYERS = 4
@@ -58,9 +53,12 @@ class Profile:
 
     Attributes:
         name: ``tiny`` (tests/CI), ``small`` (one machine) or ``paper`` (Table 1 sizes).
-        real_episodes: real (expert) rollouts per domain.
-        imaginary_episodes: imaginary rollouts per domain and level.
-        upper_bound_episodes: expert rollouts of a novel level's tasks (the "Real" upper bound).
+        real: real (expert) rollouts, scaled from the domain card's paper size.
+        imaginary: imaginary rollouts per level, scaled from the card's paper size of that level.
+        upper_bound: expert rollouts of a novel level's tasks (the "Real" upper bound), scaled
+            from the card's real size.
+        real_episodes / imaginary_episodes / upper_bound_episodes: explicit sizes per env id
+            that take the place of the scaled ones (e.g. a plugin domain without a paper size).
         train_steps: gradient steps per offline RL run.
         checkpoint_every: steps between checkpoints (each checkpoint is evaluated).
         eval_episodes_per_task: evaluation episodes per task and checkpoint.
@@ -79,9 +77,9 @@ class Profile:
     """
 
     name: str
-    real_episodes: Mapping[str, int]
-    imaginary_episodes: Mapping[str, Mapping[str, int]]
-    upper_bound_episodes: Mapping[str, int]
+    real: Scale
+    imaginary: Scale
+    upper_bound: Scale
     train_steps: int
     checkpoint_every: int
     eval_episodes_per_task: int
@@ -97,16 +95,30 @@ class Profile:
     finetune_budget: int = 10_000
     finetune_eval_every: int = 1_000
     seeds: tuple[int, ...] = field(default=(0, 1, 2))
+    real_episodes: dict[str, int] = field(default_factory=dict)
+    imaginary_episodes: dict[str, dict[str, int]] = field(default_factory=dict)
+    upper_bound_episodes: dict[str, int] = field(default_factory=dict)
 
     def episodes(self, env_id: str, source: str, level: str) -> int:
-        """Number of episodes of ``source`` (real/imaginary) data for ``env_id`` at ``level``
-        (an environment the profile has no size for, e.g. a plugin's, is a one-line error)."""
-        table = (self.imaginary_episodes if source == "imaginary" else
-                 self.real_episodes if level == "train" else self.upper_bound_episodes)
-        if env_id not in table:
+        """Number of episodes of ``source`` (real/imaginary) data for ``env_id`` at ``level``: the
+        explicit size if the profile has one, else the domain card's paper size scaled (a domain
+        without either, e.g. a plugin's, is a one-line error)."""
+        from imaginebench.envs.registry import domain_class, env_spec
+
+        env_id = env_spec(env_id).env_id
+        if source == "imaginary":
+            explicit, scale, key = self.imaginary_episodes.get(env_id, {}).get(level), self.imaginary, level
+        elif level == "train":
+            explicit, scale, key = self.real_episodes.get(env_id), self.real, "real"
+        else:
+            explicit, scale, key = self.upper_bound_episodes.get(env_id), self.upper_bound, "real"
+        if explicit is not None:
+            return int(explicit)
+        paper = domain_class(env_id).paper_episodes.get(key)
+        if paper is None:
             raise UsageError(f"The {self.name} profile has no {source} {level} episode count for {env_id}; give "
                              f"--episodes N.")
-        return int(table[env_id][level] if source == "imaginary" else table[env_id])
+        return scale.of(paper)
 
 
 PROFILES: dict[str, Profile] = {
@@ -114,9 +126,9 @@ PROFILES: dict[str, Profile] = {
     for p in (
         Profile(
             name="tiny",
-            real_episodes={k: 200 for k in _PAPER_REAL},
-            imaginary_episodes={k: {"rephrase": 40, "easy": 40, "hard": 40} for k in _PAPER_REAL},
-            upper_bound_episodes={k: 100 for k in _PAPER_REAL},
+            real=Scale(None, 200),
+            imaginary=Scale(None, 40),
+            upper_bound=Scale(None, 100),
             train_steps=300,
             checkpoint_every=100,
             eval_episodes_per_task=1,
@@ -133,9 +145,9 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="small",
-            real_episodes=_scaled(_PAPER_REAL, 10, 1_000),
-            imaginary_episodes={k: _scaled(v, 10, 200) for k, v in _PAPER_IMAGINARY.items()},
-            upper_bound_episodes={k: 2_000 for k in _PAPER_REAL},
+            real=Scale(10, 1_000),
+            imaginary=Scale(10, 200),
+            upper_bound=Scale(None, 2_000),
             train_steps=20_000,
             checkpoint_every=2_000,
             eval_episodes_per_task=2,
@@ -147,9 +159,9 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="paper",
-            real_episodes=dict(_PAPER_REAL),
-            imaginary_episodes={k: dict(v) for k, v in _PAPER_IMAGINARY.items()},
-            upper_bound_episodes=dict(_PAPER_REAL),
+            real=Scale(1, 0),
+            imaginary=Scale(1, 0),
+            upper_bound=Scale(1, 0),
             train_steps=500_000,
             checkpoint_every=10_000,
             eval_episodes_per_task=5,

@@ -71,8 +71,11 @@ class ToyDomain(Domain):
         return StepOutcome(success=success, reward=shaping + float(success), progress=progress,
                            terms={"shaping": shaping, "success_bonus": float(success)})
 
-    def is_legal(self, state) -> bool:
-        return 0 <= float(state[0]) <= 4
+    def holds(self, task, state) -> bool:
+        return round(float(state[0])) == task.params["target"]
+
+    def legality_errors(self, state) -> list[str]:
+        return [] if 0 <= float(state[0]) <= 4 else [f"x = {float(state[0])} is off the line 0..4"]
 
 
 class ToyContDomain(ToyDomain):
@@ -84,7 +87,7 @@ class ToyContDomain(ToyDomain):
 class ToyEnv(InstructionEnv):
     domain_cls = ToyDomain
 
-    def _reset_simulation(self, task: Task) -> np.ndarray:
+    def _sample_start(self, task: Task) -> np.ndarray:
         return np.array([float(self.np_random.integers(1, 4))])
 
     def _move(self, action: Any) -> int:

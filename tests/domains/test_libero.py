@@ -320,10 +320,10 @@ def test_real_expert_rollouts_pass_the_quality_checks():
     """The transition tolerance (0.05) and the legality check are measured on real data: expert
     rollouts of a pick and a place task re-simulate within tolerance and are legal."""
     from imaginebench.data.collect import collect
-    from imaginebench.imagination.quality import TRANSITION_TOLERANCE, check_rollouts
+    from imaginebench.imagination.quality import check_rollouts, transition_tolerance
 
     data = collect("LIBERO-v0", "train", 4, seed=5, progress=False)  # three picks and a place
     report = check_rollouts("LIBERO-v0", "train", data, replay=False).report
     assert report.episodes == 4 and "place_soup" in data.tasks
     assert report.transition_correctness == 1.0 and report.legality == 1.0 and report.consistency == 1.0
-    assert report.mean_transition_error < TRANSITION_TOLERANCE["LIBERO-v0"] / 2
+    assert report.mean_transition_error < transition_tolerance("LIBERO-v0") / 2

@@ -16,7 +16,7 @@ from imaginebench.domains.metaworld.env import MetaWorldEnv  # noqa: E402
 from imaginebench.domains.metaworld.expert import metaworld_obs  # noqa: E402
 from imaginebench.domains.metaworld.instructions import LEXICON, REPHRASE_FRAMES, TRAIN_FRAMES  # noqa: E402
 from imaginebench.domains.metaworld.tasks import rule_of  # noqa: E402
-from imaginebench.imagination.quality import TRANSITION_TOLERANCE, transition_tolerance  # noqa: E402
+from imaginebench.imagination.quality import transition_tolerance  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Constant\\(s\\) may be too high:UserWarning")
 
@@ -385,8 +385,8 @@ def test_live_states_are_legal(envs):
 
 # ---------------------------------------------------------------- set_state
 def test_tolerance_entry():
-    assert transition_tolerance("MetaWorld-v0") == TRANSITION_TOLERANCE["MetaWorld-v0"]
-    assert 0 < TRANSITION_TOLERANCE["MetaWorld-v0"] <= 0.1
+    assert transition_tolerance("MetaWorld-v0") == MetaWorldDomain.transition_tolerance
+    assert 0 < MetaWorldDomain.transition_tolerance <= 0.1
 
 
 @pytest.mark.parametrize("level,task", [("train", "pick_place"), ("train", "door_open"), ("hard", "make_coffee")])

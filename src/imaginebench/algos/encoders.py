@@ -11,7 +11,7 @@ Every policy, Q-function and value function of the benchmark starts with an
 
 With the default ``instruction_projection=0`` this is the plain 2×256 ReLU MLP of the
 original benchmark over the concatenated vector.  A projection > 0 gives the embedding its
-own learned linear map first (a cheap "learned projection" of SPEC §4).
+own learned linear map first (a cheap "learned projection" of docs/benchmark.md §4).
 
 Repeated observations are computed once.  CQL, BCQ and SAC-style targets evaluate a network on
 each observation repeated ``n`` times in a row (``n`` sampled actions per state); d3rlpy hands

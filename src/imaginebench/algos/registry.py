@@ -35,8 +35,7 @@ from imaginebench.algos.configs import (
     SACConfig,
     TD3PlusBCConfig,
 )
-from imaginebench.domains.base import choice_error
-from imaginebench.errors import UsageError
+from imaginebench.errors import UsageError, choice_error
 
 
 @dataclass(frozen=True)

@@ -297,7 +297,7 @@ class MixedReplaySource(ReplayBufferBase):
         of the d3rlpy config, so it is saved with the model and applied at prediction time.
         """
         if mode not in STANDARDIZE_MODES:
-            from imaginebench.domains.base import choice_error
+            from imaginebench.errors import choice_error
 
             raise choice_error("standardize mode", mode, STANDARDIZE_MODES)
         if mode == "none":

@@ -33,12 +33,13 @@ def calibrate(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     quiet: bool = typer.Option(False, "--quiet", help="Print the per-level summary only, not the per-task table."),
 ) -> None:
-    """Per task: expert and uniformly random success with 95% intervals (SPEC §3 calibration).
+    """Per task: expert and uniformly random success with 95% intervals (docs/benchmark.md §3 calibration).
 
     The result is stored in the data home (<data home>/calibration/<env>.json and .md), where
     `imaginebench report` finds it."""
-    from imaginebench.domains.base import LEVELS, choice_error
+    from imaginebench.domains.base import LEVELS
     from imaginebench.envs.registry import load_domain
+    from imaginebench.errors import choice_error
     from imaginebench.evaluation.reference import (calibrate as run, calibration_markdown, calibration_path,
                                                    calibration_summary,
                                                    load_calibration, save_calibration)

@@ -41,9 +41,9 @@ def train(
 ) -> None:
     """Train experts online with d3rlpy's SAC and store their weights (safetensors)."""
     _check_env(env)
-    from imaginebench.domains.base import choice_error
     from imaginebench.domains.halfcheetah.expert import POLICIES, policy_path
     from imaginebench.domains.halfcheetah.training import TRAIN_STEPS, TrainSettings, train_expert
+    from imaginebench.errors import choice_error
 
     policies = list(task or POLICIES)
     for name in policies:

@@ -103,7 +103,7 @@ def train(
 
         torch.set_num_threads(threads)
     from imaginebench.data.hub import IMAGINARY_VARIANTS
-    from imaginebench.domains.base import choice_error
+    from imaginebench.errors import choice_error
 
     if imaginary not in IMAGINARY_VARIANTS:
         raise choice_error("--imaginary", imaginary, IMAGINARY_VARIANTS)

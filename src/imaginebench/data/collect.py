@@ -83,7 +83,7 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
     from imaginebench.envs.registry import load_domain
 
     if policy not in POLICIES:
-        from imaginebench.domains.base import choice_error
+        from imaginebench.errors import choice_error
 
         raise choice_error("policy", policy, POLICIES)
     if episodes <= 0:

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from imaginebench.config import data_home, get_profile
-from imaginebench.data.dataset import SOURCES, EpisodeDataset
+from imaginebench.data.dataset import EpisodeDataset, SOURCES
 from imaginebench.data.storage import DatasetError, load_dataset, save_dataset
-from imaginebench.domains.base import check_level, choice_error
-from imaginebench.errors import UsageError
+from imaginebench.domains.base import check_level
+from imaginebench.errors import UsageError, choice_error
 from imaginebench.fileio import check_writable
 
 logger = logging.getLogger("imaginebench.data")

@@ -10,14 +10,13 @@ Domains are the ground floor of the package: nothing in here imports another sta
 from __future__ import annotations
 
 import abc
-import difflib
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from imaginebench.errors import UsageError
+from imaginebench.errors import choice_error
 
 T = TypeVar("T")
 
@@ -26,15 +25,6 @@ LEVELS: tuple[str, ...] = ("train", "rephrase", "easy", "hard")
 
 TASK_LEVELS: tuple[str, ...] = ("train", "easy", "hard")
 """Levels that own tasks; ``rephrase`` reuses the ``train`` tasks with held-out phrasings."""
-
-
-def choice_error(kind: str, value: object, choices: Sequence[str]) -> UsageError:
-    """A :class:`~imaginebench.errors.UsageError` (a ``ValueError``) naming the bad value, a close
-    match and every valid choice."""
-    valid = ", ".join(str(c) for c in choices)
-    close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    return UsageError(f"Unknown {kind} {value!r}.{hint} Valid choices: {valid}.")
 
 
 def check_level(level: str) -> str:
@@ -154,9 +144,15 @@ def per_task_cache(build: Callable[[Task], T], size: int = 4096) -> Callable[[Ta
 class Domain(abc.ABC):
     """A domain: its state layout, its tasks per level and its pure state functions.
 
-    Subclasses set the class attributes and implement :meth:`_build_tasks`, :meth:`outcome`
-    and :meth:`is_legal`.  Everything takes and returns plain numpy vectors so the same code
-    scores live episodes, stored real rollouts and imaginary rollouts.
+    The domain contract: subclasses set the class attributes (the domain's card) and implement
+    :meth:`_build_tasks`, :meth:`outcome`, :meth:`holds` and :meth:`legality_errors`
+    (:meth:`is_legal` follows from it); they may override :meth:`distance`,
+    :meth:`initial_progress`, :meth:`state_bounds` and the batched :meth:`outcome_batch` /
+    :meth:`is_legal_batch` (which must equal the per-row functions; the conformance suite checks
+    it).  Everything takes and returns plain numpy vectors so the same code scores live
+    episodes, stored real rollouts and imaginary rollouts.  The env (:class:`~.env_base.
+    InstructionEnv`) adds the simulator; nothing outside the domain's folder but one registry line
+    (:data:`imaginebench.envs.registry.ENV_SPECS`) names a domain.
     """
 
     env_id: ClassVar[str]
@@ -168,6 +164,15 @@ class Domain(abc.ABC):
     """Number of actions (discrete) or the action vector's length (continuous)."""
     state_layout: ClassVar[tuple[str, ...]]
     """One name per state dimension."""
+    transition_tolerance: ClassVar[float] = 0.05
+    """Largest |re-simulated − stored| over the state entries for a transition to count as
+    correct (``imagine quality``); a domain sets it from measured re-simulation of its real data."""
+    paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType({})
+    """The paper's dataset sizes (rollouts): ``"real"`` and one per novel level (imaginary);
+    the profiles scale them (:mod:`imaginebench.config`).  Empty: sizes must be given."""
+    paper_quality: ClassVar[Mapping[str, tuple[float, float, float]]] = MappingProxyType({})
+    """The original paper's quality of its imagined rollouts per novel level (consistency,
+    transition, legality), shown beside ours in the report; empty where it published none."""
 
     def __init__(self) -> None:
         built = self._build_tasks()
@@ -229,8 +234,30 @@ class Domain(abc.ABC):
         """Success, reward and new progress of ``state --action--> next_state``. Pure."""
 
     @abc.abstractmethod
+    def holds(self, task: Task, state: np.ndarray) -> bool:
+        """Whether ``task``'s goal already holds in ``state`` alone (a reset never starts where it
+        does; tasks whose rules need history hold nowhere at the start). Pure."""
+
+    def distance(self, task: Task, state: np.ndarray, progress: np.ndarray) -> float:
+        """How far ``state`` is from ``task``'s goal (0 on the success set), given the episode's
+        progress record; the reward's shaping term is its decrease.  Domains whose rules are not a
+        distance (e.g. average speeds) do not provide one."""
+        raise NotImplementedError(f"{self.env_id} has no task distance: its success rules are not distances.")
+
+    @abc.abstractmethod
+    def legality_errors(self, state: np.ndarray) -> list[str]:
+        """Why ``state`` is not physically valid (bounds, overlaps, discrete values); empty when
+        it is. Pure."""
+
     def is_legal(self, state: np.ndarray) -> bool:
-        """Whether ``state`` is physically valid (bounds, overlaps, discrete values). Pure."""
+        """Whether ``state`` is physically valid: :meth:`legality_errors` is empty (domains may
+        override it with a faster test that gives the same answer). Pure."""
+        return not self.legality_errors(state)
+
+    def paper_transition_ok(self, state: np.ndarray, next_state: np.ndarray) -> bool | None:
+        """The original benchmark's own (looser) test of an imagined transition, where it had one
+        (``imagine quality`` reports it beside ours); ``None``: no such test."""
+        return None
 
     def complete_states(self, states: np.ndarray) -> np.ndarray:
         """``(N, D)`` states with the entries that the layout *defines* as functions of other

@@ -1,9 +1,9 @@
 """The Gymnasium environment shared by every domain.
 
 A domain's env subclasses :class:`InstructionEnv` and implements the simulator hooks
-(``_reset_simulation``, ``_simulate``, ``set_state``, ``_expert``); episode bookkeeping,
-task/instruction sampling, success, reward, termination and truncation live here once and
-call the domain's pure state functions.
+(``_sample_start``, ``_simulate``, ``set_state``, ``_expert``, ``render_state``); episode
+bookkeeping, task/instruction sampling, the start-state loop, success, reward, termination and
+truncation live here once and call the domain's pure state functions.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ class InstructionEnv(gym.Env, abc.ABC):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
     domain_cls: ClassVar[type[Domain]]
+    reset_tries: ClassVar[int] = 100
+    """Start states drawn per reset until one where the task does not already hold."""
 
     def __init__(self, level: str = "train", render_mode: str | None = None) -> None:
         self.level = check_level(level)
@@ -143,10 +145,25 @@ class InstructionEnv(gym.Env, abc.ABC):
 
         return get_dataset(self.domain.env_id, level or self.level, **kwargs)
 
+    def _reset_simulation(self, task: Task) -> np.ndarray:
+        """The episode's start: the first drawn start state where ``task`` does not already hold
+        (:meth:`Domain.holds`), passed through :meth:`_begin`."""
+        for _ in range(self.reset_tries):
+            state = self._sample_start(task)
+            if state is not None and not self.domain.holds(task, state):
+                return self._begin(task, state)
+        raise RuntimeError(f"Could not draw a start state for {self.domain.env_id} task {task.name!r} where it "
+                           f"does not already hold in {self.reset_tries} tries.")
+
     # ------------------------------------------------------------------ hooks
     @abc.abstractmethod
-    def _reset_simulation(self, task: Task) -> np.ndarray:
-        """Sample an initial simulator state for ``task`` (use ``self.np_random``)."""
+    def _sample_start(self, task: Task) -> np.ndarray | None:
+        """Draw one candidate start for ``task`` into the simulator and return its state (use
+        ``self.np_random``); ``None`` when this draw cannot start the task (it is drawn again)."""
+
+    def _begin(self, task: Task, state: np.ndarray) -> np.ndarray:
+        """Set up the episode from the accepted start ``state``; the state the episode starts in."""
+        return state
 
     @abc.abstractmethod
     def _simulate(self, action: Any) -> np.ndarray:

@@ -13,8 +13,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from imaginebench.domains.base import check_level, choice_error
-from imaginebench.errors import UsageError
+from imaginebench.domains.base import check_level
+
+from imaginebench.errors import UsageError, choice_error
 
 NAMESPACE = "ImagineBench"
 
@@ -91,6 +92,14 @@ def is_available(env_id: str) -> bool:
     return True
 
 
+def domain_class(env_id: str) -> Any:
+    """``env_id``'s :class:`~imaginebench.domains.base.Domain` class (its card: sizes, tolerance,
+    layout), imported without the simulator: a domain's pure modules import none (conformance
+    suite)."""
+    module_name, attr = env_spec(env_id).domain_entry.split(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
 def load_domain(env_id: str):
     """An instance of ``env_id``'s :class:`~imaginebench.domains.base.Domain`."""
     spec = env_spec(env_id)
@@ -118,8 +127,9 @@ def gym_spec(env_id: str, **kwargs: Any) -> Any:
 
 
 def register_envs() -> None:
-    """Register every id under ``ImagineBench/`` with Gymnasium (idempotent)."""
-    for env_id in ENV_IDS:
+    """Register every id of :data:`ENV_SPECS` under ``ImagineBench/`` with Gymnasium (idempotent;
+    a domain added to :data:`ENV_SPECS` later is registered on its first :func:`make`)."""
+    for env_id in ENV_SPECS:
         full = f"{NAMESPACE}/{env_id}"
         if full not in gym.registry:
             # no OrderEnforcing wrapper: the envs refuse step() before reset() themselves

@@ -1,4 +1,4 @@
-"""The evaluation protocol (SPEC §7).
+"""The evaluation protocol (docs/benchmark.md §7).
 
 * At each checkpoint a policy is evaluated on the ``train`` level and on the run's target
   level, with episodes **balanced over that level's tasks**: ``episodes_per_task × n_tasks``

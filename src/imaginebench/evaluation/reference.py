@@ -11,7 +11,7 @@ Two uses, one episode runner:
   (:func:`normalised_score`: 0 = random, 100 = expert, as D4RL does).
 * **Calibration** (:func:`calibrate_task`): per task, expert and random success over many
   episodes with a 95% Wilson interval; random episodes are added until the interval lies on
-  one side of the SPEC's 5% threshold (or a cap is reached), so the verdict is resolved.
+  one side of the 5% threshold (docs/benchmark.md §3) (or a cap is reached), so the verdict is resolved.
 
 The random policy draws uniformly from the action space, seeded from the episode's reset
 seed, so reference scores are reproducible.
@@ -34,9 +34,9 @@ from imaginebench.fileio import write_json
 ReferencePolicy = Literal["random", "expert"]
 REFERENCE_POLICIES: tuple[str, ...] = ("random", "expert")
 RANDOM_MAX = 0.05
-"""SPEC §3: a uniformly random policy succeeds in at most 5% of a task's episodes."""
+"""docs/benchmark.md §3: a uniformly random policy succeeds in at most 5% of a task's episodes."""
 EXPERT_MIN = 0.90
-"""SPEC §3: the expert succeeds in at least 90% of a task's episodes."""
+"""docs/benchmark.md §3: the expert succeeds in at least 90% of a task's episodes."""
 Z95 = 1.959964
 """Two-sided 95% normal quantile (Wilson interval)."""
 REFERENCE_SCHEMA = 1

@@ -23,10 +23,10 @@ import numpy as np
 
 from imaginebench.algos.registry import AlgoSpec, resolve
 from imaginebench.config import get_profile
-from imaginebench.domains.base import check_level, choice_error
-from imaginebench.errors import UsageError
-from imaginebench.limits import check_training_memory
+from imaginebench.domains.base import check_level
+from imaginebench.errors import UsageError, choice_error
 from imaginebench.fileio import atomic_path, check_writable, first_line, remove_temporaries, torch_load_plain
+from imaginebench.limits import check_training_memory
 from imaginebench.evaluation.protocol import (
     LAST_CHECKPOINTS,
     Evaluator,

@@ -72,7 +72,7 @@ class Interaction:
     """``num_envs`` copies of ``env_id`` at ``level`` (raw state vectors), seeded from ``seed``."""
 
     def __init__(self, env_id: str, level: str, num_envs: int, seed: int, mode: str = "sync") -> None:
-        from imaginebench.domains.base import choice_error
+        from imaginebench.errors import choice_error
 
         modes = {"sync": gym.vector.SyncVectorEnv, "async": gym.vector.AsyncVectorEnv}
         if mode not in modes:

@@ -28,10 +28,10 @@ from imaginebench.algos.configs import (
     TD3Config,
     TD3PlusBCConfig,
 )
-from imaginebench.config import data_home, get_profile
-from imaginebench.domains.base import check_level, choice_error
 from imaginebench import limits
-from imaginebench.errors import UsageError
+from imaginebench.config import data_home, get_profile
+from imaginebench.domains.base import check_level
+from imaginebench.errors import UsageError, choice_error
 
 ONLINE_METHODS: dict[str, type[AlgoConfig]] = {
     "discrete_cql": DiscreteCQLConfig, "double_dqn": DoubleDQNConfig, "discrete_sac": DiscreteSACConfig,

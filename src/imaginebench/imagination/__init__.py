@@ -16,7 +16,7 @@ _EXPORTS = {
     "ModelConfig": "model", "RolloutLM": "model", "Normaliser": "model",
     "TrainConfig": "finetune", "finetune": "finetune",
     "GenerateConfig": "generate", "imagine": "generate", "initial_starts": "generate",
-    "check_rollouts": "quality", "dataset_quality": "quality", "TRANSITION_TOLERANCE": "quality",
+    "check_rollouts": "quality", "dataset_quality": "quality", "transition_tolerance": "quality",
     "load_backbone": "backbones", "backbone_names": "backbones",
     "load_checkpoint": "checkpoint", "default_checkpoint_dir": "checkpoint",
 }

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from imaginebench.config import data_home
-from imaginebench.domains.base import choice_error
+from imaginebench.errors import choice_error
 
 logger = logging.getLogger("imaginebench.imagination")
 

@@ -1,4 +1,4 @@
-"""Supervised fine-tuning of the rollout model on a domain's real dataset (KALM, SPEC §6).
+"""Supervised fine-tuning of the rollout model on a domain's real dataset (KALM, docs/benchmark.md §6).
 
 Every training example is one of the four tasks of :mod:`~imaginebench.imagination.formats`
 built from one real episode (task drawn with ``task_weights``).  Losses: MSE on standardised

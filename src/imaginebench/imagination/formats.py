@@ -38,10 +38,10 @@ TEXT, STATE, ACTION = 0, 1, 2
 """Position kinds."""
 
 TASKS: tuple[str, ...] = ("rollout", "dynamics", "consequence", "explanation")
-"""The four fine-tuning tasks of SPEC §6, in order."""
+"""The four fine-tuning tasks of docs/benchmark.md §6, in order."""
 
 ROLLOUT_PROMPT = "Generate a rollout for the following goal: {goal}. Rollout:"
-"""The generation prompt (SPEC §6); ``{goal}`` is the instruction."""
+"""The generation prompt (docs/benchmark.md §6); ``{goal}`` is the instruction."""
 DYNAMICS_PROMPT = ("Predict the next state. State:", " Action:", " Next state:")
 CONSEQUENCE_PROMPT = ("Predict the final state for the following goal: {goal}. Initial state:", " Final state:")
 EXPLANATION_PROMPT = ("Explain the goal of the following rollout. Rollout:", " Goal:")
@@ -216,7 +216,7 @@ class SequenceBuilder:
             return self.rollout(instruction, states, actions, ends_here=ends_here)
         if task == "explanation":
             return self.explanation(instruction, states, actions)
-        from imaginebench.domains.base import choice_error
+        from imaginebench.errors import choice_error
 
         raise choice_error("fine-tuning task", task, TASKS)
 

@@ -1,4 +1,4 @@
-"""Imagining rollouts with the fine-tuned rollout model (SPEC §6).
+"""Imagining rollouts with the fine-tuned rollout model (docs/benchmark.md §6).
 
 For each rollout: a real initial state (an env reset of one of the level's tasks, tasks
 balanced round-robin) and an instruction from that level's bank go into the prompt
@@ -30,24 +30,12 @@ from tqdm.auto import tqdm
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.domains.base import Domain, Task
 from imaginebench.errors import UsageError
+from imaginebench.imagination.filters import KEEP_MODES, KEEP_VARIANT, honest_ok  # noqa: F401  (re-exported)
 from imaginebench.imagination.formats import ROLLOUT_PROMPT, SequenceBuilder, collate
 
 logger = logging.getLogger("imaginebench.imagination")
 
 IMAGINARY_LEVELS: tuple[str, ...] = ("rephrase", "easy", "hard")
-
-
-KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
-"""Which imagined rollouts are kept:
-
-* ``honest`` (default): the goal holds at the last imagined state and every imagined state
-  is legal, both judged by the domain's pure functions on the imagined states alone — no
-  simulator call, so it is usable for any novel instruction;
-* ``none``: every rollout (the unfiltered data);
-* ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the
-  simulator re-run from the imagined state.  This reads the simulator on novel tasks, so it is
-  a *diagnostic* upper bound, never the default, and marked as oracle wherever it is used.
-"""
 
 
 @dataclass(frozen=True)
@@ -375,33 +363,7 @@ def imagine(model: Any, domain: Domain, starts: Sequence[Start], cfg: GenerateCo
                       "rollouts_per_second": len(episodes) / seconds if seconds > 0 else math.inf}
 
 
-# ---------------------------------------------------------------------- filtering and best-of-N
-def honest_ok(domain: Domain, episode: Episode) -> bool:
-    """Keep test of the honest filter: the goal holds at the last imagined state and every
-    imagined state is legal — the domain's pure functions on the imagined states, no simulator.
-
-    Success is recomputed from the states with ``domain.score_rollout`` (not read from the
-    stored flags).  Empty rollouts and non-finite states are rejected.
-    """
-    if len(episode) == 0:
-        return False
-    states = np.asarray(episode.states, np.float64)
-    if not np.all(np.isfinite(states)):
-        return False
-    imagined = states[1:]
-    legal_batch = getattr(domain, "is_legal_batch", None)
-    if legal_batch is not None:
-        if not bool(np.all(legal_batch(imagined))):
-            return False
-    elif not all(domain.is_legal(s) for s in imagined):
-        return False
-    try:
-        _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)
-    except (ValueError, FloatingPointError, IndexError, KeyError):
-        return False
-    return bool(success[-1])
-
-
+# ---------------------------------------------------------------------- best-of-N
 def task_quotas(task_names: Sequence[str], n: int) -> dict[str, int]:
     """Split ``n`` rollouts over tasks as evenly as possible (the first ``n % T`` get one more)."""
     t = len(task_names)
@@ -622,8 +584,6 @@ class GenerateResult:
     quality: dict[str, Any]
 
 
-KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle"}
-"""Keep mode -> stored dataset variant (:data:`imaginebench.data.hub.IMAGINARY_VARIANTS`)."""
 
 
 def generate_level(
@@ -658,8 +618,9 @@ def generate_level(
     from imaginebench.config import get_profile
     from imaginebench.data.hub import imaginary_path
     from imaginebench.data.storage import save_dataset
-    from imaginebench.domains.base import check_level, choice_error
+    from imaginebench.domains.base import check_level
     from imaginebench.envs.registry import load_domain
+    from imaginebench.errors import choice_error
     from imaginebench.imagination.quality import check_rollouts, quality_path, write_quality
 
     cfg = cfg or GenerateConfig()

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from imaginebench.config import get_profile
-from imaginebench.domains.base import choice_error
-from imaginebench.errors import UsageError
+from imaginebench.errors import UsageError, choice_error
 
 
 def _levels(level: str | Sequence[str] | None) -> tuple[str, ...]:

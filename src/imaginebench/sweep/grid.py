@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from imaginebench.config import get_profile
-from imaginebench.domains.base import LEVELS, check_level, choice_error
-from imaginebench.errors import UsageError
+from imaginebench.domains.base import LEVELS, check_level
+from imaginebench.errors import UsageError, choice_error
 from imaginebench.evaluation.runner import DATA_VARIANTS, RunSpec
 
 DEFAULT_DATA = ("real", "imaginary", "real-upper-bound")

@@ -1,7 +1,7 @@
 """What every algorithm config shares, and the context it is built in.
 
 An algorithm config is a frozen dataclass of hyperparameters with defaults at the scale of
-the original benchmark (SPEC §7: 256×2 MLPs, batch 100–256).  It does not know the data; the
+the original benchmark (docs/benchmark.md §7: 256×2 MLPs, batch 100–256).  It does not know the data; the
 runner passes a :class:`BuildContext` (batch size from the profile, observation layout, the
 fitted observation scaler) and :meth:`AlgoConfig.create` returns a d3rlpy algorithm.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
@@ -27,6 +28,14 @@ class BabyAIDomain(Domain):
     state_layout: ClassVar[tuple[str, ...]] = L.STATE_LAYOUT
     progress_layout: ClassVar[tuple[str, ...]] = ("steps", "door_opened", "key_carried")
     """Names of the progress record's entries (see :mod:`.success`)."""
+    paper_quality: ClassVar[Mapping[str, tuple[float, float, float]]] = MappingProxyType(
+        {"rephrase": (0.880, 0.960, 0.985), "easy": (0.438, 0.822, 0.811), "hard": (0.258, 0.729, 0.668)})
+    """The original's BabyAI quality (consistency, transition, legality; docs/benchmark.md §6)."""
+    transition_tolerance: ClassVar[float] = 0.5
+    """Cells and codes are integers, so 0.5 means "equal after rounding"."""
+    paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType(
+        {"real": 19_200, "rephrase": 19_200, "easy": 18_000, "hard": 18_000})
+    """The paper's dataset sizes (docs/benchmark.md §3.6): real rollouts and imaginary rollouts per level."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -121,8 +130,12 @@ class BabyAIDomain(Domain):
         s = np.asarray(state, dtype=np.float64).tolist()
         return float(S.RULES[task.family][1](task.params, s, np.asarray(progress, dtype=np.float64)))
 
-    def is_legal(self, state: np.ndarray) -> bool:
-        return not legality_errors(state)
+    def paper_transition_ok(self, state: np.ndarray, next_state: np.ndarray) -> bool:
+        """The paper's rule: wrong only when a vector is non-finite or the agent moves more than
+        two cells at once (:mod:`.transitions`)."""
+        from imaginebench.domains.babyai.transitions import paper_transition_ok
+
+        return paper_transition_ok(state, next_state)
 
     def legality_errors(self, state: np.ndarray) -> list[str]:
         """Why ``state`` is illegal (empty when legal)."""

@@ -15,8 +15,6 @@ from imaginebench.domains.babyai.tasks import scene
 from imaginebench.domains.base import Task
 from imaginebench.domains.env_base import InstructionEnv
 
-MAX_RESET_TRIES = 1000
-"""Resets resample a room at most this many times to find one the task does not hold in."""
 
 
 class BabyAIEnv(InstructionEnv):
@@ -82,6 +80,8 @@ class BabyAIEnv(InstructionEnv):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
     domain_cls = BabyAIDomain
+    reset_tries = 1000
+    """Resets resample a room at most this many times to find one the task does not hold in."""
     domain: BabyAIDomain
 
     def __init__(self, level: str = "train", render_mode: str | None = None) -> None:
@@ -92,16 +92,12 @@ class BabyAIEnv(InstructionEnv):
         """Phase label of the expert's latest action."""
 
     # ------------------------------------------------------------------ hooks
-    def _reset_simulation(self, task: Task) -> np.ndarray:
+    def _sample_start(self, task: Task) -> np.ndarray:
         spec = scene(task)
-        for _ in range(MAX_RESET_TRIES):
-            world = sample_world(self.np_random, spec.colors, spec.door_color, spec.door_state)
-            state = world.to_state()
-            if not self.domain.holds(task, state):
-                break
-        else:  # pragma: no cover - every task has plenty of unsolved rooms
-            raise RuntimeError(f"Could not sample a room where {task.name!r} does not already hold.")
-        self.world = world
+        self.world = sample_world(self.np_random, spec.colors, spec.door_color, spec.door_state)
+        return self.world.to_state()
+
+    def _begin(self, task: Task, state: np.ndarray) -> np.ndarray:
         self._expert_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
         return state
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
@@ -41,6 +42,12 @@ class ClevrDomain(Domain):
     discrete_actions: ClassVar[bool] = True
     action_dim: ClassVar[int] = N_ACTIONS
     state_layout: ClassVar[tuple[str, ...]] = tuple(f"{c}_{axis}" for c in COLOURS for axis in "xy")
+    transition_tolerance: ClassVar[float] = 0.05
+    """One ball radius (a push moves a ball 0.15); re-simulation of real data is exact (a push is a
+    pure function of the state)."""
+    paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType(
+        {"real": 100_000, "rephrase": 72_400, "easy": 5_600, "hard": 1_680})
+    """The paper's dataset sizes (docs/benchmark.md §3.6): real rollouts and imaginary rollouts per level."""
 
     def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
         return build_tasks()
@@ -57,9 +64,15 @@ class ClevrDomain(Domain):
         """Whether ``task`` holds in ``state`` (``start``: the episode's first state)."""
         return task_success(task.family, task.params, state, state if start is None else start)
 
-    def distance(self, task: Task, state: np.ndarray, start: np.ndarray | None = None) -> float:
-        """The task distance of ``state`` (0 on the success set)."""
-        return task_distance(task.family, task.params, state, state if start is None else start)
+    def holds(self, task: Task, state: np.ndarray) -> bool:
+        """Whether ``task`` holds in ``state`` taken as the episode's first state (one-step moves
+        never hold there)."""
+        return self.success(task, state)
+
+    def distance(self, task: Task, state: np.ndarray, progress: np.ndarray | None = None) -> float:
+        """The task distance of ``state`` (0 on the success set); ``progress`` is the episode's
+        first state (:meth:`initial_progress`)."""
+        return task_distance(task.family, task.params, state, state if progress is None else progress)
 
     _last_distance: tuple[tuple[str, bytes, bytes], float] | None = None
     """(task, next state, start) of the last :meth:`outcome` call and that state's task distance."""
@@ -87,8 +100,28 @@ class ClevrDomain(Domain):
         return StepOutcome(success=success, reward=terms["shaping"] + terms["success_bonus"], progress=progress,
                            terms=terms)
 
+    def legality_errors(self, state: np.ndarray) -> list[str]:
+        """Why ``state`` is not a legal table: wrong shape, non-finite, a centre off the table, two
+        balls overlapping (empty when legal)."""
+        s = np.asarray(state, dtype=np.float64)
+        if s.shape != (self.state_dim,):
+            return [f"expected {self.state_dim} values, got shape {s.shape}"]
+        if not np.all(np.isfinite(s)):
+            return ["non-finite values"]
+        errors = []
+        tol = LEGAL_BOUND_TOLERANCE
+        for colour, (x, y) in zip(COLOURS, positions(s)):
+            if not (TABLE_X[0] - tol <= x <= TABLE_X[1] + tol and TABLE_Y[0] - tol <= y <= TABLE_Y[1] + tol):
+                errors.append(f"{colour} ball at ({x:.3f}, {y:.3f}) is off the table")
+        p = positions(s)
+        for i, j in zip(*np.triu_indices(N_BALLS, k=1)):
+            if np.linalg.norm(p[i] - p[j]) < 2 * BALL_RADIUS - LEGAL_OVERLAP_TOLERANCE:
+                errors.append(f"{COLOURS[i]} and {COLOURS[j]} balls overlap")
+        return errors
+
     def is_legal(self, state: np.ndarray) -> bool:
-        """Right shape, finite, every centre on the table and no two balls overlapping."""
+        """Right shape, finite, every centre on the table and no two balls overlapping (the same
+        answer as :meth:`legality_errors`, faster)."""
         s = np.asarray(state, dtype=np.float64)
         if s.shape != (self.state_dim,) or not np.all(np.isfinite(s)):
             return False

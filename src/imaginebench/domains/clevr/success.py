@@ -4,7 +4,7 @@ Every function reads ball centres through :func:`~imaginebench.domains.clevr.phy
 (state layout ``[red_x, red_y, blue_x, blue_y, ...]``, one (x, y) pair per ball), so the same
 code scores live episodes, stored real rollouts and imagined rollouts.
 
-Each task family has a *success test* (exactly the SPEC's rule) and a *task distance*: a
+Each task family has a *success test* (exactly the rule of docs/benchmark.md §3.1) and a *task distance*: a
 length that is zero on the success set (so success implies distance 0; the converse fails
 only on the set's boundary) and grows with how far the balls are from it.  The
 reward of a transition is ``SHAPING_SCALE * (distance before - distance after)`` plus
@@ -24,7 +24,7 @@ family               params                                          level
 ===================  ==============================================  =====
 
 Sequential-move success is the conjunction of its relation sub-goals **at one moment**, in any
-order of achievement (SPEC §3.1: "all satisfied at once"; the original benchmark's check does the
+order of achievement (docs/benchmark.md §3.1: "all satisfied at once"; the original benchmark's check does the
 same on the final state). "Sequential" names how an agent gets there — one relation after the
 other, as the "first …, then …" phrasings and the expert do — not an extra order test: the last
 sub-goal achieved can undo an earlier one, so holding all at once is the hard part. Chance

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
@@ -106,6 +107,16 @@ class HalfCheetahDomain(Domain):
     action_dim: ClassVar[int] = P.ACTION_DIM
     state_layout: ClassVar[tuple[str, ...]] = P.STATE_LAYOUT
     progress_layout: ClassVar[tuple[str, ...]] = S.PROGRESS_LAYOUT
+    transition_tolerance: ClassVar[float] = 0.5
+    """Over angles (rad), velocities (m/s, rad/s) and ``dx`` (m); ``set_state`` is exact (set-state +
+    step matches the live env to < 1e-6; on 21,876 real train transitions the mean error is 1.6e-6),
+    so the tolerance only sets how far an imagined state may stray.  On the shipped rephrase rollouts
+    (9,891 transitions) the largest per-entry error has median 3.4 (joint rates): the imagined
+    velocities are off by about a real step's change, so 0% pass at 0.5 and 10% at 2.0; the fault is
+    the imagined dynamics, not the tolerance (notes/halfcheetah_imagination.md)."""
+    paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType(
+        {"real": 16_000, "rephrase": 10_000, "easy": 6_000, "hard": 9_000})
+    """The paper's dataset sizes (docs/benchmark.md §3.6): real rollouts and imaginary rollouts per level."""
 
     def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
         return build_tasks()
@@ -163,9 +174,6 @@ class HalfCheetahDomain(Domain):
     def holds(self, task: Task, state: np.ndarray) -> bool:
         """No HalfCheetah task can hold at the start (every rule needs steps taken)."""
         return False
-
-    def is_legal(self, state: np.ndarray) -> bool:
-        return not legality_errors(state)
 
     def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
         """:meth:`is_legal` of every row of an ``(N, 18)`` array, as array code."""

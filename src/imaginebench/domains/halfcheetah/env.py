@@ -70,7 +70,7 @@ class HalfCheetahEnv(InstructionEnv):
         self._renderer: Any = None
         self._render_data: Any = None
 
-    def _reset_simulation(self, task: Task) -> np.ndarray:
+    def _sample_start(self, task: Task) -> np.ndarray:
         return self.sim.reset(int(self.np_random.integers(2**31)))
 
     def _simulate(self, action: Any) -> np.ndarray:

@@ -85,7 +85,7 @@ class MLPPolicy:
 @lru_cache(maxsize=None)
 def load_policy(policy: str) -> MLPPolicy:
     if policy not in POLICIES:
-        from imaginebench.domains.base import choice_error
+        from imaginebench.errors import choice_error
 
         raise choice_error("HalfCheetah-v0 expert policy", policy, POLICIES)
     return MLPPolicy.load(policy_path(policy))

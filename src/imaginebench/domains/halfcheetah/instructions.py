@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from imaginebench.domains.base import choice_error
+from imaginebench.errors import choice_error
 
 TRAIN_TASKS: tuple[str, ...] = ("run_forward", "run_backward", "jump_forward", "jump_backward")
 """Tasks with real data (also the tasks of the rephrase level)."""

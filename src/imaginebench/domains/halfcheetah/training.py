@@ -138,7 +138,7 @@ def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out:
 
     limits.count("--eval-episodes", eval_episodes)
     if policy not in POLICIES:
-        from imaginebench.domains.base import choice_error
+        from imaginebench.errors import choice_error
 
         raise choice_error("HalfCheetah-v0 expert policy", policy, POLICIES)
     import torch

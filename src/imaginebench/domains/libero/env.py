@@ -15,8 +15,6 @@ from imaginebench.domains.libero.expert import BASKET_SPOTS, LiberoExpert
 from imaginebench.domains.libero.physics import Scene
 from imaginebench.domains.libero.tasks import SHORT, spec_of, start_of
 
-MAX_RESET_TRIES = 20
-"""Layouts drawn per reset until the start is what the task needs and the task does not hold."""
 HELD_SETUP_STEPS = 150
 """Most expert steps spent grasping and lifting the object for a ``held`` start."""
 BASKET_DROP = 0.005
@@ -84,6 +82,8 @@ class LiberoEnv(InstructionEnv):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     domain_cls = LiberoDomain
+    reset_tries = 20
+    """Layouts drawn per reset until the start is what the task needs and the task does not hold."""
     domain: LiberoDomain
 
     def __init__(self, level: str = "train", render_mode: str | None = None) -> None:
@@ -94,28 +94,25 @@ class LiberoEnv(InstructionEnv):
         self.expert = LiberoExpert()
 
     # ------------------------------------------------------------------ hooks
-    def _reset_simulation(self, task: Task) -> np.ndarray:
+    def _sample_start(self, task: Task) -> np.ndarray | None:
         start = start_of(task)
-        for _ in range(MAX_RESET_TRIES):
-            self.expert.reset()
-            layout = self.scene.sample_layout(self.np_random)
-            if start == "basket":
-                obj = spec_of(task).objects[0]
-                basket = layout["basket"]
-                layout[obj] = np.array([*(basket[:2] + BASKET_SPOTS[obj]),
-                                        basket[2] + L.BASKET_FLOOR + L.HALF_HEIGHT[obj] + BASKET_DROP])
-            state = self.scene.place(layout)
-            if start == "held":
-                state = self._grasp_for_start(task, state)
-                if state is None:
-                    continue
-            if start == "basket" and not S.in_basket(state, spec_of(task).objects[0]):
-                continue
-            if not self.domain.holds(task, state):
-                self.expert.reset()
-                return state
-        raise RuntimeError(f"Could not set up a start state for LIBERO-v0 task {task.name!r} "
-                           f"in {MAX_RESET_TRIES} layouts.")
+        self.expert.reset()
+        layout = self.scene.sample_layout(self.np_random)
+        if start == "basket":
+            obj = spec_of(task).objects[0]
+            basket = layout["basket"]
+            layout[obj] = np.array([*(basket[:2] + BASKET_SPOTS[obj]),
+                                    basket[2] + L.BASKET_FLOOR + L.HALF_HEIGHT[obj] + BASKET_DROP])
+        state = self.scene.place(layout)
+        if start == "held":
+            return self._grasp_for_start(task, state)
+        if start == "basket" and not S.in_basket(state, spec_of(task).objects[0]):
+            return None
+        return state
+
+    def _begin(self, task: Task, state: np.ndarray) -> np.ndarray:
+        self.expert.reset()
+        return state
 
     def _grasp_for_start(self, task: Task, state: np.ndarray) -> np.ndarray | None:
         """Run the expert's pick of the task's object; the state once it is lifted (or None)."""

@@ -1,6 +1,6 @@
 """The 44-dim state of LIBERO-v0, its named slices and the scene's measured geometry.
 
-Layout (SPEC §3.4), exactly LIBERO's low-dim observation keys in this order::
+Layout (docs/benchmark.md §3.4), exactly LIBERO's low-dim observation keys in this order::
 
     0:7    robot0_joint_pos        Panda arm joint angles (rad)
     7:10   robot0_eef_pos          end-effector site (between the finger tips), world frame (m)

@@ -1,13 +1,13 @@
 """Success tests, task distances and rewards of LIBERO-v0: pure functions of 44-dim states.
 
-Thresholds (SPEC §3.4, checked against the scene's measured geometry, :mod:`.layout`):
+Thresholds (docs/benchmark.md §3.4, checked against the scene's measured geometry, :mod:`.layout`):
 
 * **reach X** — the end effector within :data:`REACH_RADIUS` (0.05) of X's origin.
 * **pick X** — the end effector within :data:`PICK_RADIUS` (0.05) of X's origin, and X lifted:
   its origin at least :data:`LIFT_HEIGHT` (0.05) above its resting height.
 * **X in the basket** (place, pick-and-place, sequential) — X's origin within
   :data:`IN_BASKET_RADIUS` (0.08, xy) of the basket's origin and between
-  :data:`IN_BASKET_Z` = (−0.02, 0.13) above it.  The SPEC's 0.14 (xy) and 0.155–0.22 (z) do not
+  :data:`IN_BASKET_Z` = (−0.02, 0.13) above it.  The first draft's 0.14 (xy) and 0.155–0.22 (z) do not
   fit this scene: the basket's inside is only ±0.062 × ±0.067 (an origin 0.14 away is outside
   the basket, beyond its wall), and the basket's origin sits 0.005 below the floor with its inner
   floor 0.021 above that, so an object resting inside has its origin 0.03 (cream cheese), 0.06
@@ -24,7 +24,7 @@ Thresholds (SPEC §3.4, checked against the scene's measured geometry, :mod:`.la
   the lift, an arm that knocks the standing bottle over would count: it then lies more than
   0.07 from its start (uniform random actions did so in 3 of 10 calibration episodes).
 * **X out of the basket** — X resting on the floor with its origin more than
-  :data:`OUT_RADIUS` (0.15, xy) from the basket's.  The SPEC's "~0.35–0.45" was the distance
+  :data:`OUT_RADIUS` (0.15, xy) from the basket's.  The first draft's "~0.35–0.45" was the distance
   of the original's objects from their basket at the start; here 0.15 already puts the whole
   object past the basket's outer wall (0.085 + the object's half-width + margin), and the
   objects' start regions are 0.30–0.55 from the basket.

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from imaginebench.domains.base import Task, choice_error
+from imaginebench.domains.base import Task
+
 from imaginebench.domains.libero import instructions as text
 from imaginebench.domains.libero.layout import OBJECTS
+from imaginebench.errors import choice_error
 
 HORIZON = 300
 """Default episode length."""
@@ -33,7 +35,7 @@ HORIZONS: Mapping[str, int] = MappingProxyType({
 })
 """Episode length per family: about twice the scripted expert's longest successful episode over
 20 per task (reach 36 steps, pick 54, place 65, pick-and-place 130, next-to 117, aside 100, out of
-the basket 114, two objects 259), capped at 500 (SPEC §3.4) for all three objects (expert episodes
+the basket 114, two objects 259), capped at 500 (docs/benchmark.md §3.4) for all three objects (expert episodes
 up to ~370 steps); ``notes/libero.md`` has the calibration table."""
 
 START_KINDS = ("floor", "held", "basket")

@@ -11,7 +11,7 @@ Two measurements, both on live episodes of :class:`~.env.MetaWorldEnv`:
   the lock's world x).
 * **transition error** — for every transition ``(s, a, s')`` of expert episodes, a second env is
   put into ``s`` with ``set_state`` and stepped with ``a``; the error is ``max |s'_sim - s'|`` over
-  the 91 dims (what ``imagination.quality`` compares with ``TRANSITION_TOLERANCE``).
+  the 91 dims (what ``imagination.quality`` compares with ``MetaWorldDomain.transition_tolerance``).
 
 Run ``python -m imaginebench.domains.metaworld.agreement`` to print both tables (markdown).
 """

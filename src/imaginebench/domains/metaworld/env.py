@@ -14,9 +14,6 @@ from imaginebench.domains.metaworld.expert import MetaWorldExpert
 from imaginebench.domains.metaworld.physics import Scene, make_scene, sample_distractor
 from imaginebench.domains.metaworld.tasks import spec_of
 
-MAX_RESET_TRIES = 100
-"""Layouts drawn per reset until the task does not already hold (metaworld's layouts almost never
-start solved)."""
 
 DRAWING_LOOKAT = (0.0, 0.65, 0.1)
 """Default camera of :meth:`MetaWorldEnv.render_state`: the middle of metaworld's workspace..."""
@@ -90,6 +87,9 @@ class MetaWorldEnv(InstructionEnv):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 80}
     domain_cls = MetaWorldDomain
+    reset_tries = 100
+    """Layouts drawn per reset until the task does not already hold (metaworld's layouts almost never
+    start solved)."""
     domain: MetaWorldDomain
 
     def __init__(self, level: str = "train", render_mode: str | None = None) -> None:
@@ -113,14 +113,12 @@ class MetaWorldEnv(InstructionEnv):
             self._scenes[task.name] = make_scene(spec.env_name, spec.scene, spec.family)
         return self._scenes[task.name]
 
-    def _reset_simulation(self, task: Task) -> np.ndarray:
+    def _sample_start(self, task: Task) -> np.ndarray:
         self.scene = self.scene_for(task)
-        for _ in range(MAX_RESET_TRIES):
-            state = self.scene.reset(int(self.np_random.integers(2**63)))
-            if not self.domain.holds(task, state):
-                break
-        else:  # pragma: no cover - metaworld's layouts keep objects away from their targets
-            raise RuntimeError(f"Could not sample a layout where {task.name!r} does not already hold.")
+        return self.scene.reset(int(self.np_random.integers(2**63)))
+
+    def _begin(self, task: Task, state: np.ndarray) -> np.ndarray:
+        assert self.scene is not None
         unused = [e for e in L.ENTITIES if e not in self.scene.entities]
         entity = unused[int(self.np_random.integers(len(unused)))]
         self.distractor = np.zeros(L.STATE_DIM)

@@ -1,6 +1,6 @@
 """The 91-dim entity-slot state of MetaWorld-v0, its named slices and small geometry helpers.
 
-Layout (SPEC §3.3)::
+Layout (docs/benchmark.md §3.3)::
 
     0:3    hand xyz            (metaworld's ``hand`` body, the gripper base; obs[0:3])
     3      gripper opening     (finger distance / 0.1, clipped to [0, 1]; metaworld's obs[3])

@@ -38,7 +38,7 @@ a reset,
 the arm's redundant elbow posture and the hand's slight tilt are the IK's, not the original ones
 (at the far edge of the reach the IK can miss the hand position by up to ~3 mm), and the solver's
 warm start is cleared.  The measured effect on the next state is published in ``notes/metaworld.md`` and sets
-``TRANSITION_TOLERANCE["MetaWorld-v0"]``.
+``MetaWorldDomain.transition_tolerance``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ slots it fills, :data:`~.layout.SCENE_ENTITIES`), the metaworld scripted policie
 stage by stage, and the episode horizon.
 
 ``Task.params`` holds what the instruction states: the ``object`` acted on and the ``motion``
-asked of it (``push`` + ``puck``, ``open`` + ``window``, …) — the parameters the SPEC §4
+asked of it (``push`` + ``puck``, ``open`` + ``window``, …) — the parameters the docs/benchmark.md §4
 instruction probe checks an embedding conveys.  The success rule's thresholds, the scene and
 the policies are implementation data of the task (:class:`TaskSpec`), looked up by name with
 :func:`spec_of` / :func:`rule_of`; Meta-World's thresholds are not something an instruction says.
@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from imaginebench.domains.base import Task, choice_error
-from imaginebench.domains.metaworld import instructions as text
-from imaginebench.domains.metaworld import success as S
+from imaginebench.domains.base import Task
+
+from imaginebench.domains.metaworld import instructions as text, success as S
+from imaginebench.errors import choice_error
 
 HORIZON = 100
-"""Default episode length (SPEC §3.3)."""
+"""Default episode length (docs/benchmark.md §3.3)."""
 LONG_HORIZON = 150
 """Tasks whose scripted expert needs more than 100 steps in some episodes (door-open, pick-place-
 wall, door-lock, soccer: longest of 50 expert episodes 107–129 steps; make-coffee 117; see

@@ -1,0 +1,48 @@
+"""Which imagined rollouts are kept: the keep modes and the honest filter's test.
+
+Apart from generation (:mod:`.generate`) and quality (:mod:`.quality`), which both use them, so
+neither imports the other for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from imaginebench.data.dataset import Episode
+from imaginebench.domains.base import Domain
+
+KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
+"""Which imagined rollouts are kept:
+
+* ``honest`` (default): the goal holds at the last imagined state and every imagined state
+  is legal, both judged by the domain's pure functions on the imagined states alone — no
+  simulator call, so it is usable for any novel instruction;
+* ``none``: every rollout (the unfiltered data);
+* ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the
+  simulator re-run from the imagined state.  This reads the simulator on novel tasks, so it is
+  a *diagnostic* upper bound, never the default, and marked as oracle wherever it is used.
+"""
+
+KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle"}
+"""Keep mode -> stored dataset variant (:data:`imaginebench.data.hub.IMAGINARY_VARIANTS`)."""
+
+
+def honest_ok(domain: Domain, episode: Episode) -> bool:
+    """Keep test of the honest filter: the goal holds at the last imagined state and every
+    imagined state is legal — the domain's pure functions on the imagined states, no simulator.
+
+    Success is recomputed from the states with ``domain.score_rollout`` (not read from the
+    stored flags).  Empty rollouts and non-finite states are rejected.
+    """
+    if len(episode) == 0:
+        return False
+    states = np.asarray(episode.states, np.float64)
+    if not np.all(np.isfinite(states)):
+        return False
+    if not bool(np.all(domain.is_legal_batch(states[1:]))):
+        return False
+    try:
+        _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)
+    except (ValueError, FloatingPointError, IndexError, KeyError):
+        return False
+    return bool(success[-1])
