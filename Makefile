@@ -41,8 +41,10 @@ run: install
 	$(VENV)/bin/imaginebench bench --envs $(ENV) --algos $(ALGO) --levels rephrase,easy,hard --data real,imaginary --seeds 0 --profile $(PROFILE) --cpus $(CPUS)
 	$(VENV)/bin/imaginebench report --env $(ENV) --profile $(PROFILE)
 
+# the suite on TEST_WORKERS processes (pytest-xdist; tests that start a local Ray instance share one)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; echo $$n)
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 calibrate: install
 	$(VENV)/bin/imaginebench calibrate --env $(ENV) --workers $(CPUS) --max-random-episodes 6400 --out calibration-$(ENV).md

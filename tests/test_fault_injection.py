@@ -395,6 +395,7 @@ def test_offline_rl_run_killed_in_renames_and_between_checkpoints_resumes_to_the
 
 
 # ------------------------------------------------------------------------------------ grid
+@pytest.mark.xdist_group("ray")
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to watch the killed processes")
 def test_grid_killed_inside_a_run_resumes_it_to_the_straight_record_and_keeps_the_finished_run(
         data_home, tmp_path, toy_envs, one_torch_thread):

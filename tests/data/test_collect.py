@@ -61,6 +61,7 @@ def test_unknown_source_and_train_imaginary():
         dataset_path("CLEVR-v0", "real", "train", profile="huge")
 
 
+@pytest.mark.xdist_group("ray")
 def test_collection_as_ray_tasks_gives_the_same_dataset():
     pytest.importorskip("ray")
     from typer.testing import CliRunner

@@ -16,6 +16,8 @@ from imaginebench.sweep import GridSummary
 from imaginebench import raycluster
 from imaginebench.sweep import ray_runner
 
+pytestmark = pytest.mark.xdist_group("ray")  # one local Ray instance at a time under pytest-xdist
+
 runner = CliRunner()
 BASE = ["bench", "--envs", "Toy-v0", "--algos", "bc", "--profile", "tiny", "--no-progress"]
 

@@ -25,6 +25,8 @@ from imaginebench.sweep import GridSpec, ResultsStore, run_grid
 from tests.algos.helpers import build_toy_data, register_toy_envs
 from tests.sweep.helpers import FAST, flaky_setup, kill_grid, register_toys, toy_data, toy_grid
 
+pytestmark = pytest.mark.xdist_group("ray")  # one local Ray instance at a time under pytest-xdist
+
 ray = pytest.importorskip("ray")
 
 ROOT = Path(__file__).resolve().parents[2]
