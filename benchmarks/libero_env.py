@@ -1,18 +1,19 @@
 """LIBERO-v0 measurements: env steps/s against the bare LIBERO env, and the re-simulation error of
 ``set_state`` per kind of state dim (the basis of its transition tolerance).
 
-Run ``python benchmarks/libero_env.py --speed`` or ``--resim`` (prints JSON).  Expert and random
-success per task come from the shared ``imaginebench calibrate --env LIBERO-v0``.
+Run ``python benchmarks/libero_env.py --speed`` or ``--resim`` (prints a table; ``--json PATH``
+writes it too).  Expert and random success per task come from the shared
+``imaginebench calibrate --env LIBERO-v0``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 
+from imaginebench.benchmarking import Report, add_json_argument
 from imaginebench.domains.libero import layout as L
 
 
@@ -128,10 +129,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--speed", action="store_true", help="measure steps/s against the bare LIBERO env")
     parser.add_argument("--resim", action="store_true", help="measure set_state re-simulation errors")
+    add_json_argument(parser)
     args = parser.parse_args()
     if not (args.speed or args.resim):
         parser.error("choose --speed or --resim")
-    print(json.dumps(speed() if args.speed else resim_by_group(), indent=2))
+    report = Report(__file__, args.json)
+    if args.speed:
+        steps, rounds = 100, 5
+        out = speed(steps, rounds)
+        table = report.table(f"LIBERO-v0 against the bare LIBERO env: steps/s of random actions, {rounds} alternating "
+                             f"blocks of {steps} steps",
+                             ["env", "steps/s", "vs bare", "construction s", "reset s"],
+                             {"steps/s": "{:.1f}", "vs bare": "{:.2f}", "construction s": "{:.1f}",
+                              "reset s": "{:.2f}"})
+        table.add("LIBERO-v0 (LiberoEnv.step)", out["libero_v0_steps_per_s"], out["ratio"], out["construct_seconds"],
+                  out["reset_seconds"])
+        table.add("bare LIBERO ControlEnv.step, same scene", out["bare_steps_per_s"], None,
+                  out["bare_construct_seconds"], None)
+    else:
+        table = report.table("set_state re-simulation error |set_state(s) + step(a) - s'| per kind of state dim, "
+                             "expert transitions", ["state dims", "max", "p99", "p90", "transitions"],
+                             {"max": "{:.3g}", "p99": "{:.3g}", "p90": "{:.3g}", "transitions": "{}"})
+        for name, errors in resim_by_group().items():
+            table.add(name, errors["max"], errors["p99"], errors["p90"], errors["transitions"])
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Time to load a large episodic dataset and build its padded (N, T, D) view.
 
-    python benchmarks/load_padded.py [--episodes 100000] [--path existing.npz]
+    python benchmarks/load_padded.py [--episodes 100000] [--path existing.npz] [--json PATH]
 
 Without ``--path`` a CLEVR-shaped dataset (10-dim states, Discrete(40) actions, lengths
 1..50) of ``--episodes`` episodes is written to a temporary folder first. Prints load time,
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
+from imaginebench.benchmarking import Report, Stopwatch, add_json_argument
 from imaginebench.data import EpisodeDataset, load_dataset, save_dataset
 
 
@@ -40,26 +40,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--path", type=Path, default=None)
+    add_json_argument(parser)
     args = parser.parse_args()
+    report = Report(__file__, args.json)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.path
         if path is None:
             path = save_dataset(synthetic(args.episodes), Path(tmp) / "big.npz")
-        t0 = time.perf_counter()
-        ds = load_dataset(path)
-        t1 = time.perf_counter()
-        pad = ds.padded()
-        t2 = time.perf_counter()
-        ds.transitions()
-        t3 = time.perf_counter()
-        with np.load(path) as z:
-            _ = [z[k] for k in z.files if k != "manifest.json"]
-        t4 = time.perf_counter()
-    print(f"{len(ds)} episodes, {ds.num_transitions} transitions, padded states {pad.states.shape}")
-    print(f"load + verify checksums: {t1 - t0:.2f} s (plain numpy.load of the same arrays: {t4 - t3:.2f} s, "
-          f"ratio {(t1 - t0) / max(t4 - t3, 1e-9):.1f}x)")
-    print(f"padded view: {t2 - t1:.2f} s; flat transitions: {t3 - t2:.2f} s")
-    print(f"load + padded view: {t2 - t0:.2f} s (target < 5 s)")
+        with Stopwatch() as loading:
+            ds = load_dataset(path)
+        with Stopwatch() as padding:
+            pad = ds.padded()
+        with Stopwatch() as flattening:
+            ds.transitions()
+        with Stopwatch() as plain:
+            with np.load(path) as z:
+                _ = [z[k] for k in z.files if k != "manifest.json"]
+    table = report.table(f"{len(ds)} episodes, {ds.num_transitions} transitions, padded states {pad.states.shape}",
+                         ["step", "s", "vs plain numpy.load"], {"s": "{:.2f}", "vs plain numpy.load": "{:.1f}x"})
+    table.add("load + verify checksums", loading.seconds, loading.seconds / max(plain.seconds, 1e-9))
+    table.add("plain numpy.load of the same arrays", plain.seconds, None)
+    table.add("padded view", padding.seconds, None)
+    table.add("flat transitions", flattening.seconds, None)
+    table.add("load + padded view (target < 5 s)", loading.seconds + padding.seconds, None)
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -7,20 +7,17 @@ row) and one ``outcome_batch`` call on the same rows, alternating so that load f
 processes hits both alike; the table shows the median milliseconds per call over the
 rounds and the ratio, measured within one run.  Usage::
 
-    python benchmarks/outcome_batch.py [--rows 1024] [--rounds 7] [--envs CLEVR-v0 BabyAI-v0]
+    python benchmarks/outcome_batch.py [--rows 1024] [--rounds 7] [--envs CLEVR-v0 BabyAI-v0] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 import imaginebench
+from imaginebench.benchmarking import Report, add_json_argument, median_times
 from imaginebench.domains.base import Domain
 
 LEVELS = ("train", "easy", "hard")
@@ -60,17 +57,6 @@ def per_row_legality(domain: Domain, states: np.ndarray) -> None:
         domain.is_legal(state)
 
 
-def median_ms(pairs: list[tuple[Callable[[], object], Callable[[], object]]], rounds: int) -> list[float]:
-    """Median milliseconds per call of each function, the functions taking turns per round."""
-    times: list[list[float]] = [[] for _ in range(2 * len(pairs))]
-    for _ in range(rounds):
-        for k, fn in enumerate(f for pair in pairs for f in pair):
-            start = time.perf_counter()
-            fn()
-            times[k].append(1e3 * (time.perf_counter() - start))
-    return [statistics.median(t) for t in times]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1024)
@@ -78,25 +64,26 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["CLEVR-v0", "BabyAI-v0"])
     parser.add_argument("--levels", nargs="+", default=list(LEVELS))
     parser.add_argument("--seed", type=int, default=0)
+    add_json_argument(parser)
     args = parser.parse_args()
-
-    print(f"N={args.rows} rows of mixed tasks per call, median of {args.rounds} rounds (ms per call)")
-    print(f"{'env':<16}{'level':<9}{'outcome loop':>13}{'batched':>9}{'ratio':>8}"
-          f"{'is_legal loop':>15}{'batched':>9}{'ratio':>8}")
+    report = Report(__file__, args.json)
+    ms = ["outcome loop", "outcome_batch", "is_legal loop", "is_legal_batch"]
+    table = report.table(f"Per-row loop vs batched call, ms per call, median of {args.rounds} rounds: "
+                         f"N={args.rows} rows of mixed tasks per call",
+                         ["env", "level", *ms[:2], "outcome ratio", *ms[2:], "is_legal ratio"],
+                         {**dict.fromkeys(ms, "{:.2f}"), "outcome ratio": "{:.1f}x", "is_legal ratio": "{:.1f}x"})
     for env_id in args.envs:
         for level in args.levels:
             domain, batch = expert_batch(env_id, level, args.rows, args.seed)
             states = batch[1]
-            loop, batched, legal_loop, legal_batched = median_ms(
-                [
-                    (lambda: per_row_outcomes(domain, batch), lambda: domain.outcome_batch(*batch)),
-                    (lambda: per_row_legality(domain, states), lambda: domain.is_legal_batch(states)),
-                ],
-                args.rounds,
-            )
-            print(f"{env_id:<16}{level:<9}{loop:>13.2f}{batched:>9.2f}{loop / batched:>7.1f}x"
-                  f"{legal_loop:>15.2f}{legal_batched:>9.2f}{legal_loop / legal_batched:>7.1f}x")
-    print(f"load average at the end: {os.getloadavg()}")
+            seconds = median_times([
+                lambda: per_row_outcomes(domain, batch), lambda: domain.outcome_batch(*batch),
+                lambda: per_row_legality(domain, states), lambda: domain.is_legal_batch(states),
+            ], args.rounds)
+            loop, batched, legal_loop, legal_batched = (1e3 * s for s in seconds)
+            table.add(env_id, level, loop, batched, loop / batched,
+                      legal_loop, legal_batched, legal_loop / legal_batched)
+    report.finish()
 
 
 if __name__ == "__main__":

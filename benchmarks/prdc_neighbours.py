@@ -9,7 +9,7 @@ MLPs, batch 256); the actor (and its neighbour search) runs every second step.  
 the steps per second and the seconds per neighbour search of :class:`~imaginebench.algos.prdc.NeighbourIndex`,
 and with ``--sklearn`` of d3rlpy's own search (scikit-learn brute force over the full vectors)::
 
-    python benchmarks/prdc_neighbours.py --sizes small paper --sklearn
+    python benchmarks/prdc_neighbours.py --sizes small paper --sklearn [--json PATH]
 
 scikit-learn's index of the full vectors takes 4·(18 + E + 6) bytes per transition (E = 1152:
 2.4 GB at ``small``, 24 GB at ``paper``); ``--sklearn`` runs it at the sizes whose array fits
@@ -20,12 +20,12 @@ under ``--sklearn-max-gb``, and extrapolates the others linearly in the number o
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from typing import Any
 
 import numpy as np
+
+from imaginebench.benchmarking import Report, add_json_argument
 
 ENV = "HalfCheetah-v0"
 STATE_DIM, ACTION_DIM, HORIZON = 18, 6, 200
@@ -155,40 +155,57 @@ def main() -> None:
     parser.add_argument("--hash-encoder", action="store_true")
     parser.add_argument("--sklearn", action="store_true")
     parser.add_argument("--sklearn-max-gb", type=float, default=4.0)
+    add_json_argument(parser)
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
     if args.hash_encoder:
-        from tests.algos.helpers import HashEncoder
+        from tests.algos.helpers import HashEncoder  # the tests' encoder: needs the repository root on PYTHONPATH
 
         encoder: Any = HashEncoder()
     else:
         from imaginebench.language import get_encoder
 
         encoder = get_encoder(None)
-    print(json.dumps({"load_average": os.getloadavg(), "cpus": os.cpu_count(), "torch_threads": args.threads}))
+    report = Report(__file__, args.json)
+    ours = report.table(f"PRDC with our NeighbourIndex, {args.steps} timed steps per size",
+                        ["size", "transitions", "phrasings", "observation dim", "index build s", "steps/s",
+                         "search s", "search share", "step without search s"],
+                        {"transitions": "{}", "phrasings": "{}", "observation dim": "{}", "index build s": "{:.2f}",
+                         "steps/s": "{:.2f}", "search s": "{:.4f}", "search share": "{:.1%}",
+                         "step without search s": "{:.5f}"})
     results = []
     for size in args.sizes:
-        results.append(measure(size, args.steps, encoder, args.sklearn, args.sklearn_max_gb))
-        print(json.dumps(results[-1]), flush=True)
+        r = measure(size, args.steps, encoder, args.sklearn, args.sklearn_max_gb)
+        results.append(r)
+        ours.add(r["profile"], r["transitions"], r["phrasings"], r["observation_dim"], r["index_build_s"],
+                 r["steps_per_s"], r["search_s"], r["search_share"], r["step_without_search_s"])
+    if args.sklearn:
+        d3rlpy_table(report, results)
+    report.finish()
+
+
+def d3rlpy_table(report: Report, results: list[dict[str, Any]]) -> None:
+    """d3rlpy's own search per size: measured where its index fitted, else extrapolated."""
     measured = [r for r in results if r.get("sklearn_measured")]
     if measured:  # brute force is linear in the rows: scale the largest measured size
         ref = max(measured, key=lambda r: r["transitions"])
         for r in results:
-            if not r.get("sklearn_measured") and "sklearn_index_gb" in r:
+            if not r.get("sklearn_measured"):
                 r["sklearn_search_s"] = round(ref["sklearn_search_s"] * r["transitions"] / ref["transitions"], 3)
-    print(f"{'size':>6} {'transitions':>11} {'steps/s':>8} {'search s':>9} {'share':>6} {'sklearn s':>10} "
-          f"{'d3rlpy steps/s':>14} {'d3rlpy share':>12}")
+    table = report.table("d3rlpy's own search (scikit-learn brute force over the full vectors), one per two steps",
+                         ["size", "transitions", "sklearn index GB", "sklearn search s", "d3rlpy steps/s",
+                          "d3rlpy search share", "sklearn search"],
+                         {"transitions": "{}", "sklearn index GB": "{:.2f}", "sklearn search s": "{:.3f}",
+                          "d3rlpy steps/s": "{:.3f}", "d3rlpy search share": "{:.1%}"})
     for r in results:
-        line = (f"{r['profile']:>6} {r['transitions']:>11} {r['steps_per_s']:>8} {r['search_s']:>9.4f} "
-                f"{r['search_share']:>6.1%}")
-        if "sklearn_search_s" in r:  # one search per two steps
-            per_step = r["step_without_search_s"] + r["sklearn_search_s"] / 2
-            share = r["sklearn_search_s"] / 2 / per_step
-            tag = "" if r.get("sklearn_measured") else " (extrapolated)"
-            line += f" {r['sklearn_search_s']:>10.3f} {1 / per_step:>14.3f} {share:>12.1%}{tag}"
-        print(line)
+        if "sklearn_search_s" not in r:  # no size fitted under --sklearn-max-gb: nothing to extrapolate from
+            table.add(r["profile"], r["transitions"], r["sklearn_index_gb"], None, None, None, "not measured")
+            continue
+        per_step = r["step_without_search_s"] + r["sklearn_search_s"] / 2
+        table.add(r["profile"], r["transitions"], r["sklearn_index_gb"], r["sklearn_search_s"], 1 / per_step,
+                  r["sklearn_search_s"] / 2 / per_step, "measured" if r.get("sklearn_measured") else "extrapolated")
 
 
 if __name__ == "__main__":

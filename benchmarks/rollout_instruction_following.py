@@ -9,17 +9,19 @@ other task's rule the rollout satisfies instead (e.g. asked to run backward, it 
 No simulator call; one run, one machine.  Usage::
 
     python benchmarks/rollout_instruction_following.py --env HalfCheetah-v0 \\
-        --checkpoint notes/artifacts/halfcheetah_gpu_20261126/checkpoint --levels train rephrase --per-task 40
+        --checkpoint notes/artifacts/halfcheetah_gpu_20261126/checkpoint --levels train rephrase --per-task 40 \\
+        [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
 import numpy as np
+
+from imaginebench.benchmarking import Report, add_json_argument
 
 
 def main() -> None:
@@ -33,6 +35,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--weights", choices=("best", "last"), default="best",
                         help="the checkpoint's best-validation weights or its latest ones")
+    add_json_argument(parser)
     args = parser.parse_args()
 
     import torch
@@ -42,14 +45,16 @@ def main() -> None:
     from imaginebench.imagination.generate import GenerateConfig, imagine, initial_starts
 
     torch.set_num_threads(args.threads)
+    report = Report(__file__, args.json)
     domain = load_domain(args.env)
     model, meta = load_checkpoint(Path(args.checkpoint), device=torch.device("cpu"), which=args.weights)
     model.merge_lora()
     cfg = GenerateConfig(batch_size=args.batch_size, seed=args.seed, keep="none")
     train_tasks = list(domain.tasks("train"))
-    print(f"{args.env}, checkpoint {args.checkpoint} ({args.weights} weights, step {meta['loaded']['step']}), "
-          f"{args.per_task} rollouts per task, temperature "
-          f"{cfg.temperature}, seed {args.seed}; CPU threads {args.threads}")
+    setup = report.table("Setup", ["env", "checkpoint", "weights", "step", "rollouts per task", "temperature", "seed"],
+                         {"step": "{}", "rollouts per task": "{}", "temperature": "{}", "seed": "{}"})
+    setup.add(args.env, args.checkpoint, args.weights, meta["loaded"]["step"], args.per_task, cfg.temperature,
+              args.seed)
     for level in args.levels:
         tasks = list(domain.tasks(level))
         own = {t.name for t in tasks}
@@ -58,26 +63,27 @@ def main() -> None:
         t0 = time.perf_counter()
         episodes, speed = imagine(model, domain, starts, cfg, progress=False)
         seconds = time.perf_counter() - t0
-        print(f"\n### level {level} ({len(episodes)} rollouts, {speed['imagined_steps']} imagined steps in "
-              f"{seconds:.0f} s)\n")
-        print("| asked task | rollouts | " + " | ".join(f"meets {j.name}" for j in judges) + " |")
-        print("|---|---:|" + "---:|" * len(judges))
+        meets = [f"meets {j.name}" for j in judges]
+        table = report.table(f"Level {level}: {len(episodes)} rollouts, {speed['imagined_steps']} imagined steps in "
+                             f"{seconds:.0f} s; % of each asked task's rollouts that meet each task's rule",
+                             ["asked task", "rollouts", "meets the asked task", *meets],
+                             {"rollouts": "{}", "meets the asked task": "{:.0f}", **dict.fromkeys(meets, "{:.0f}")})
         for task in tasks:
             mine = [ep for ep in episodes if ep.task == task.name]
-            cells = []
+            shares = []
             for judge in judges:
                 met = 0
                 for ep in mine:
                     try:
-                        _, succ = domain.score_rollout(domain.task(judge.name, level=level if judge.name in own else "train"),
-                                                       np.asarray(ep.states, np.float64), ep.actions)
+                        _, succ = domain.score_rollout(
+                            domain.task(judge.name, level=level if judge.name in own else "train"),
+                            np.asarray(ep.states, np.float64), ep.actions)
                         met += bool(np.asarray(succ).any())
                     except (ValueError, FloatingPointError, IndexError, KeyError, OverflowError):
                         pass
-                share = 100.0 * met / max(len(mine), 1)
-                cells.append(f"**{share:.0f}**" if judge.name == task.name else f"{share:.0f}")
-            print(f"| {task.name} | {len(mine)} | " + " | ".join(cells) + " |")
-    print(f"\nload average at the end: {os.getloadavg()}")
+                shares.append(100.0 * met / max(len(mine), 1))
+            table.add(task.name, len(mine), shares[[j.name for j in judges].index(task.name)], *shares)
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ The last two columns time batch assembly alone.
 Rounds alternate between the two sides so load from other processes hits both alike; the
 ratio is measured within one run.  Usage::
 
-    python benchmarks/sampling.py [--steps 300] [--rounds 5] [--threads 1]
+    python benchmarks/sampling.py [--steps 300] [--rounds 5] [--threads 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import torch
 from imaginebench.algos.factory import build_algorithm
 from imaginebench.algos.registry import get_spec
 from imaginebench.algos.sampler import MixedReplaySource, fast_update, to_d3rlpy_buffer
+from imaginebench.benchmarking import Report, add_json_argument
 from imaginebench.data import Episode, EpisodeDataset
 
 STATE_DIM, EMBED_DIM, N_ACTIONS, ACTION_DIM = 10, 384, 40, 4
@@ -65,13 +66,6 @@ def batch_ms(sample, n: int = 100) -> float:
     return 1e3 * (time.perf_counter() - start) / n
 
 
-def load_average() -> str:
-    try:
-        return " ".join(open("/proc/loadavg").read().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algos", nargs="+", default=["bc", "discrete_bc", "td3bc"])
@@ -80,24 +74,26 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--episodes", type=int, default=2000, help="episodes per source")
     parser.add_argument("--threads", type=int, default=1)
+    add_json_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-
-    print(f"batch {args.batch_size}, obs {STATE_DIM}+{EMBED_DIM}, {args.rounds} rounds x {args.steps} steps per side, "
-          f"{args.threads} thread(s), load average {load_average()}")
-    print(f"{'algorithm':<14}{'ours steps/s':>14}{'d3rlpy steps/s':>16}{'ratio':>8}"
-          f"{'ours batch ms':>15}{'d3rlpy batch ms':>17}")
+    report = Report(__file__, args.json)
+    results = report.table(f"Training steps/s, our sampler vs d3rlpy's ReplayBuffer: batch {args.batch_size}, "
+                           f"obs {STATE_DIM}+{EMBED_DIM}, {args.rounds} rounds x {args.steps} steps per side",
+                           ["algorithm", "ours steps/s", "d3rlpy steps/s", "ratio", "ours batch ms", "d3rlpy batch ms"],
+                           {"ours steps/s": "{:.1f}", "d3rlpy steps/s": "{:.1f}", "ratio": "{:.2f}x",
+                            "ours batch ms": "{:.2f}", "d3rlpy batch ms": "{:.2f}"})
     for name in args.algos:
         spec = get_spec(name)
         real = synthetic(args.episodes, spec.discrete, seed=0)
         imaginary = synthetic(args.episodes, spec.discrete, seed=1)
         emb_rng = np.random.default_rng(2)
-        table = {s: emb_rng.normal(size=EMBED_DIM).astype(np.float32)
+        vectors = {s: emb_rng.normal(size=EMBED_DIM).astype(np.float32)
                  for s in real.instructions + imaginary.instructions}
         ours = MixedReplaySource({"real": real, "imaginary": imaginary}, {"real": 0.5, "imaginary": 0.5},
-                                 embeddings=table, seed=0)
+                                 embeddings=vectors, seed=0)
         both = EpisodeDataset.concatenate([real, imaginary])
-        theirs = to_d3rlpy_buffer(both, embeddings=table, action_size=ours.action_size)
+        theirs = to_d3rlpy_buffer(both, embeddings=vectors, action_size=ours.action_size)
 
         config = spec.default_config()
         algos = {}
@@ -115,9 +111,8 @@ def main() -> None:
                 times[side] += args.steps / steps_per_second(algos[side], samplers[side], args.steps, updates[side])
         rate = {side: args.rounds * args.steps / t for side, t in times.items()}
         ms = {side: batch_ms(samplers[side]) for side in samplers}
-        print(f"{name:<14}{rate['ours']:>14.1f}{rate['d3rlpy']:>16.1f}{rate['ours'] / rate['d3rlpy']:>7.2f}x"
-              f"{ms['ours']:>15.2f}{ms['d3rlpy']:>17.2f}")
-    print(f"load average at the end: {load_average()}")
+        results.add(name, rate["ours"], rate["d3rlpy"], rate["ours"] / rate["d3rlpy"], ms["ours"], ms["d3rlpy"])
+    report.finish()
 
 
 if __name__ == "__main__":

@@ -18,32 +18,46 @@ weight gradients, input gradients of the hidden layers) and compared with two ce
 on the same machine in the same run: a 2048³ fp32 matmul and a batched matmul of BC's first
 layer.  Each side runs for ``--seconds`` after a warm-up.  Usage::
 
-    python benchmarks/training_throughput.py [--algos ...] [--seeds 1 3 8] [--threads 1] [--device cpu]
+    python benchmarks/training_throughput.py [--algos ...] [--seeds 1 3 8] [--threads 1] [--device cpu] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-sys.path.insert(0, str(Path(__file__).parent))
+from imaginebench.algos.factory import build_algorithm
+from imaginebench.algos.registry import algorithm_names, get_spec
+from imaginebench.algos.sampler import MixedReplaySource, fast_update, to_d3rlpy_buffer
+from imaginebench.algos.vectorised import STACKED, trainer_for
+from imaginebench.algos.vectorised.batches import StackedSampler
+from imaginebench.benchmarking import Report, add_json_argument
+from imaginebench.data import Episode, EpisodeDataset
 
-from sampling import ACTION_DIM, EMBED_DIM, STATE_DIM, load_average, synthetic  # noqa: E402
+# sampling.py's synthetic data, copied so that each script runs on its own: keep the two in step.
+STATE_DIM, EMBED_DIM, N_ACTIONS, ACTION_DIM = 10, 384, 40, 4
 
-from imaginebench.algos.factory import build_algorithm  # noqa: E402
-from imaginebench.algos.registry import algorithm_names, get_spec  # noqa: E402
-from imaginebench.algos.sampler import MixedReplaySource, fast_update, to_d3rlpy_buffer  # noqa: E402
-from imaginebench.algos.vectorised import STACKED, trainer_for  # noqa: E402
-from imaginebench.algos.vectorised.batches import StackedSampler  # noqa: E402
-from imaginebench.data import EpisodeDataset  # noqa: E402
+
+def synthetic(n_episodes: int, discrete: bool, seed: int, n_instructions: int = 80) -> EpisodeDataset:
+    """CLEVR-sized episodes (10-d states, up to 50 steps) with ``n_instructions`` phrasings."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for i in range(n_episodes):
+        t = int(rng.integers(5, 51))
+        term = np.zeros(t, bool)
+        term[-1] = rng.random() < 0.8
+        actions = rng.integers(0, N_ACTIONS, t) if discrete else rng.uniform(-1, 1, (t, ACTION_DIM)).astype(np.float32)
+        episodes.append(Episode(task=f"task{i % 20}", instruction=f"instruction {seed} {i % n_instructions}",
+                                states=rng.normal(size=(t + 1, STATE_DIM)).astype(np.float32), actions=actions,
+                                rewards=rng.normal(size=t).astype(np.float32), terminals=term,
+                                truncations=~term & (np.arange(t) == t - 1), successes=term.copy()))
+    return EpisodeDataset.from_episodes(episodes, metadata={"action_dim": N_ACTIONS if discrete else ACTION_DIM})
 
 
 def sync(device: str) -> None:
@@ -141,28 +155,31 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu:0")
     parser.add_argument("--no-d3rlpy", action="store_true", help="skip the plain d3rlpy column")
+    add_json_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    report = Report(__file__, args.json)
     dev, batch = args.device, args.batch_size
     obs = STATE_DIM + EMBED_DIM
     where = torch.cuda.get_device_name() if dev.startswith("cuda") else f"CPU, {args.threads} thread(s)"
-    print(f"{where}; batch {batch}, obs {STATE_DIM}+{EMBED_DIM}, 2x256 MLPs, ~{args.seconds:g} s per measurement, "
-          f"load average {load_average()}")
 
     data = {}
     for discrete in (False, True):
         real, imaginary = synthetic(args.episodes, discrete, seed=0), synthetic(args.episodes, discrete, seed=1)
         rng = np.random.default_rng(2)
-        table = {s: rng.normal(size=EMBED_DIM).astype(np.float32) for s in real.instructions + imaginary.instructions}
+        vectors = {s: rng.normal(size=EMBED_DIM).astype(np.float32) for s in real.instructions + imaginary.instructions}
         source = MixedReplaySource({"real": real, "imaginary": imaginary}, {"real": 0.5, "imaginary": 0.5},
-                                   embeddings=table, seed=0)
-        plain = None if args.no_d3rlpy else to_d3rlpy_buffer(EpisodeDataset.concatenate([real, imaginary]), embeddings=table,
-                                                             action_size=source.action_size)
+                                   embeddings=vectors, seed=0)
+        plain = None if args.no_d3rlpy else to_d3rlpy_buffer(EpisodeDataset.concatenate([real, imaginary]),
+                                                             embeddings=vectors, action_size=source.action_size)
         data[discrete] = (source, plain)
 
-    header = f"{'algorithm':<14}{'d3rlpy':>9}{'ours S=1':>10}{'ratio':>8}"
-    header += "".join(f"{f'S={s}/seed':>12}" for s in args.seeds) + f"{'engine':>15}"
-    print(header)
+    seed_columns = [f"S={s}/seed" for s in args.seeds]
+    steps = report.table(f"Gradient steps/s, {where}; batch {batch}, obs {STATE_DIM}+{EMBED_DIM}, 2x256 MLPs, "
+                         f"~{args.seconds:g} s per measurement",
+                         ["algorithm", "d3rlpy", "ours S=1", "ratio", *seed_columns, "engine"],
+                         {"d3rlpy": "{:.1f}", "ours S=1": "{:.1f}", "ratio": "{:.2f}x",
+                          **dict.fromkeys(seed_columns, "{:.1f}")})
     bc_rates: dict[int, float] = {}
     roofline: list[tuple[str, float, float, float, float, float]] = []
     for name in args.algos:
@@ -208,34 +225,42 @@ def main() -> None:
             roofline.append((name, their_flops, our_flops, theirs, ours, bound))
         if name == "bc":
             bc_rates = per_seed
-        cells = "".join(f"{per_seed[s]:>12.1f}" if s in per_seed else f"{'-':>12}" for s in args.seeds)
         engine = ("stacked+graph" if dev.startswith("cuda") else "stacked") if stacked else "d3rlpy"
-        print(f"{name:<14}{theirs:>9.1f}{ours:>10.1f}{ours / theirs:>7.2f}x{cells}{engine:>15}", flush=True)
+        steps.add(name, theirs, ours, ours / theirs, *(per_seed.get(s) for s in args.seeds), engine)
         if stacked and dev.startswith("cuda"):
-            print(f"{'  (eager S=1)':<14}{'':>9}{eager:>10.1f}{eager / theirs:>7.2f}x", flush=True)
+            steps.add("(eager S=1)", None, eager, eager / theirs, *(None for _ in args.seeds), None)
 
     ceil = ceilings(dev, args.seconds, 3, batch, obs) if dev.startswith("cpu") else {}
     if roofline:
         top = ceil.get("matmul 2048^3", float("nan"))
-        print(f"\nRoofline, S=1. GF/step: matmul FLOPs per update (torch's FlopCounterMode). matmul-only: "
-              f"steps/s of our update's own matrix products replayed alone (its realistic ceiling here); "
-              f"max ratio = that / d3rlpy. 2048^3 matmul: {top:.0f} GFLOP/s.")
-        print(f"{'algorithm':<14}{'GF/step d3rlpy':>15}{'ours':>7}{'GFLOP/s d3rlpy':>16}{'ours':>7}"
-              f"{'of 2048^3':>11}{'matmul-only':>13}{'ours of it':>12}{'max ratio':>11}")
+        table = report.table(f"Roofline, S=1. GF/step: matmul FLOPs per update (torch's FlopCounterMode). matmul-only: "
+                             f"steps/s of our update's own matrix products replayed alone (its realistic ceiling "
+                             f"here); max ratio = that / d3rlpy. 2048^3 matmul: {top:.0f} GFLOP/s.",
+                             ["algorithm", "GF/step d3rlpy", "GF/step ours", "GFLOP/s d3rlpy", "GFLOP/s ours",
+                              "ours of 2048^3", "matmul-only steps/s", "ours of it", "max ratio"],
+                             {"GF/step d3rlpy": "{:.3f}", "GF/step ours": "{:.3f}", "GFLOP/s d3rlpy": "{:.0f}",
+                              "GFLOP/s ours": "{:.0f}", "ours of 2048^3": "{:.0%}", "matmul-only steps/s": "{:.1f}",
+                              "ours of it": "{:.0%}", "max ratio": "{:.2f}x"})
         for name, tf, of, tr, orate, bound in roofline:
-            print(f"{name:<14}{tf / 1e9:>15.3f}{of / 1e9:>7.3f}{tf * tr / 1e9:>16.0f}{of * orate / 1e9:>7.0f}"
-                  f"{of * orate / 1e9 / top:>11.0%}{bound:>13.1f}{orate / bound:>12.0%}{bound / tr:>10.2f}x")
+            table.add(name, tf / 1e9, of / 1e9, tf * tr / 1e9, of * orate / 1e9, of * orate / 1e9 / top, bound,
+                      orate / bound, bound / tr)
     if bc_rates and not dev.startswith("cpu"):
         print("\n(the matmul ceilings are measured on the CPU only)")
     elif bc_rates:
         flops = bc_flops(batch, obs)
-        print(f"\nBC arithmetic: {flops / 1e9:.3f} GFLOP per seed-step (forward, weight and hidden-input gradients)")
-        print("ceilings: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in ceil.items()))
+        table = report.table("Matmul ceilings on this machine", ["ceiling", "GFLOP/s"], {"GFLOP/s": "{:.0f}"})
+        for k, v in ceil.items():
+            table.add(k, v)
+        share_columns = [f"of {k}" for k in ceil]
+        table = report.table(f"BC against the ceilings: {flops / 1e9:.3f} GFLOP per seed-step (forward, weight and "
+                             "hidden-input gradients)",
+                             ["S", "updates/s", "seed-steps/s", "GFLOP/s", *share_columns],
+                             {"S": "{}", "updates/s": "{:.1f}", "seed-steps/s": "{:.0f}", "GFLOP/s": "{:.0f}",
+                              **dict.fromkeys(share_columns, "{:.0%}")})
         for s, r in sorted(bc_rates.items()):
             achieved = r * s * flops / 1e9
-            shares = ", ".join(f"{achieved / v:.0%} of {k}" for k, v in ceil.items())
-            print(f"BC S={s}: {r:.1f} updates/s = {r * s:.0f} seed-steps/s = {achieved:.0f} GFLOP/s ({shares})")
-    print(f"load average at the end: {load_average()}")
+            table.add(s, r, r * s, achieved, *(achieved / v for v in ceil.values()))
+    report.finish()
 
 
 if __name__ == "__main__":
