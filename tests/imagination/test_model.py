@@ -275,7 +275,7 @@ def test_embedding_scale_matches_token_embeddings():
         assert float(measured) == pytest.approx(matched["state"], rel=0.05)
 
 
-def test_older_checkpoints_load_without_end_head(tmp_path):
+def test_older_checkpoints_are_refused_with_the_command_that_remakes_them(tmp_path):
     import json
 
     from imaginebench.imagination.backbones import load_backbone
@@ -292,15 +292,15 @@ def test_older_checkpoints_load_without_end_head(tmp_path):
     del meta["files"], meta["model"]["end_head"], meta["model"]["match_embedding_scale"]
     meta["schema_version"] = 1
     (folder / ckpt.META).write_text(json.dumps(meta))
-    loaded, meta = ckpt.load_checkpoint(folder, device="cpu")
-    assert loaded.config == cfg and not loaded.has_end_head and meta["loaded"]["file"] == ckpt.WEIGHTS
-    with pytest.raises(RuntimeError, match="no end head"):
-        loaded.predict_end(torch.zeros(2, loaded.hidden_size))
-    batch = _fixed_batch(model)
-    with torch.no_grad():
-        a, b = model.losses(batch), loaded.losses(batch)
-    assert "end" not in b
-    torch.testing.assert_close(a["total"], b["total"])
+    with pytest.raises(ValueError, match=r"older imaginebench \(schema 1.*train again.*imagine train --env CLEVR-v0"):
+        ckpt.load_checkpoint(folder, device="cpu", train_hint="imaginebench imagine train --env CLEVR-v0")
+    # a current checkpoint whose digests were removed is refused as well
+    files = ckpt.save_checkpoint(tmp_path / "new", model, {"env_id": "CLEVR-v0", "step": 7})
+    meta = json.loads((tmp_path / "new" / ckpt.META).read_text())
+    del meta["sha256"]
+    (tmp_path / "new" / ckpt.META).write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=f"{files['weights']}: checkpoint.json records no SHA-256"):
+        ckpt.load_checkpoint(tmp_path / "new", device="cpu")
 
 
 def test_checkpoint_save_is_atomic_and_cleans_up(tmp_path, monkeypatch):

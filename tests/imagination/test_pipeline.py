@@ -138,7 +138,7 @@ def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
     save_dataset(EpisodeDataset.from_episodes(episodes, metadata={"source": "imaginary"}, state_dim=10), path)
     original = path.read_bytes()
 
-    report = pipeline.quality(ENV, "tiny", "rephrase", progress=False, filter_invalid=True)[0]
+    report = pipeline.quality(ENV, "tiny", "rephrase", progress=False, keep="oracle")[0]
     assert report["dropped"] == 1 and report["kept"] == 4 and report["episodes"] == 5
     assert unfiltered_path(path).read_bytes() == original  # nothing already written is lost
     filtered = load_dataset(path)
@@ -146,7 +146,7 @@ def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
     assert filtered.metadata["oracle"] is True and report["oracle"] is True
     assert [ep.states.tobytes() for ep in filtered] == [episodes[i].states.tobytes() for i in (0, 1, 3, 4)]
     # Filtering again drops nothing more and leaves the original copy alone.
-    again = pipeline.quality(ENV, "tiny", "rephrase", progress=False, filter_invalid=True)[0]
+    again = pipeline.quality(ENV, "tiny", "rephrase", progress=False, keep="oracle")[0]
     assert again["kept"] == 4 and again["dropped"] == 1
     assert unfiltered_path(path).read_bytes() == original
 
@@ -156,7 +156,7 @@ def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
     before = path.read_bytes()
     runner = CliRunner()
     res = runner.invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase",
-                              "--filter"])
+                              "--keep", "oracle"])
     assert res.exit_code == 1 and "drop all 1" in res.output and "Traceback" not in res.output
     assert path.read_bytes() == before
 

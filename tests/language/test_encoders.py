@@ -24,7 +24,6 @@ def test_minilm_encoder_embeds_and_caches(tmp_path):
 
 
 def test_damaged_cache_is_rebuilt(tmp_path):
-    (tmp_path / "embeddings.npz").write_bytes(b"garbage")  # the single-file cache of earlier versions
     (tmp_path / "shard-0.npz").write_bytes(b"garbage")
     enc = InstructionEncoder(MINILM, _minilm_dir(), cache_dir=tmp_path)
     assert enc.encode(["hello"]).shape == (1, 384)

@@ -130,7 +130,6 @@ def imagine_generate(
                              "re-simulates every transition: a diagnostic that reads the simulator)."),
     budget: float = typer.Option(16.0, "--budget", help="Best-of-N: at most this many candidates per kept "
                                  "rollout, per task."),
-    filter_invalid: bool = typer.Option(False, "--filter", help="Old spelling of --keep oracle."),
     stop_on_end: bool = typer.Option(True, "--stop-on-end/--no-stop-on-end",
                                      help="End rollouts where the model's end-of-rollout output fires."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing imaginary datasets."),
@@ -156,7 +155,7 @@ def imagine_generate(
     limits.number("--budget", budget, low=1.0)
     _threads(threads)
     results = generate(env, profile, level, backbone=backbone, checkpoint=checkpoint, episodes=episodes,
-                       temperature=temperature, batch_size=batch_size, seed=seed, filter_invalid=filter_invalid,
+                       temperature=temperature, batch_size=batch_size, seed=seed,
                        overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps, keep=keep,
                        budget=budget, stop_on_end=stop_on_end, score=score, device=device, progress=progress,
                        numeric_layers=numeric_layers)
@@ -180,7 +179,6 @@ def imagine_quality(
     keep: Optional[str] = typer.Option(None, "--keep", help="Filter the stored dataset in place: honest (pure "
                                        "success + legality) or oracle (also re-simulated transitions); originals "
                                        "kept as imaginary-<level>.unfiltered.npz."),
-    filter_invalid: bool = typer.Option(False, "--filter", help="Old spelling of --keep oracle."),
     variant: str = typer.Option("honest", "--variant", help="Which stored dataset to score: honest, unfiltered, "
                                 "oracle."),
     write_oracle: bool = typer.Option(False, "--write-oracle", help="Write imaginary-<level>.oracle.npz: the honest "
@@ -200,8 +198,7 @@ def imagine_quality(
             r = oracle_variant(env, lv, profile, tolerance=tolerance, overwrite=overwrite)
             typer.echo(f"{lv}: oracle kept {r['kept']} of {r['honest']} honest rollouts -> {r['dataset']}")
         return
-    reports = quality(env, profile, level, tolerance=tolerance, filter_invalid=filter_invalid, keep=keep,
-                      variant=variant)
+    reports = quality(env, profile, level, tolerance=tolerance, keep=keep, variant=variant)
     typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))
 
 

@@ -162,15 +162,6 @@ class RunResult:
     resumed_from: int = 0
 
 
-@dataclass
-class _Resolved:
-    spec: RunSpec
-    algo_spec: AlgoSpec
-    domain: Any
-    path: Path
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
 def _domain_and_algo(spec: RunSpec) -> tuple[Any, AlgoSpec]:
     from imaginebench.envs.registry import env_spec, load_domain
 

@@ -91,11 +91,8 @@ def _save_tensors(folder: Path, name: str, tensors: Mapping[str, torch.Tensor]) 
 
 
 def checkpoint_files(meta: Mapping[str, Any]) -> dict[str, str]:
-    """``{"weights", "optimizer"[, "best"]}`` file names of a checkpoint (older layout included)."""
-    files = dict(meta.get("files") or {})
-    files.setdefault("weights", WEIGHTS)
-    files.setdefault("optimizer", OPTIMIZER)
-    return files
+    """``{"weights", "optimizer"[, "best"]}`` file names of a checkpoint."""
+    return dict(meta["files"])
 
 
 def save_checkpoint(folder: Path, model: Any, meta: Mapping[str, Any],
@@ -146,16 +143,17 @@ def file_sha256(path: Path) -> str:
 
 
 def verified(folder: Path, meta: Mapping[str, Any], name: str) -> Path:
-    """``folder / name`` after checking it against the digest ``checkpoint.json`` holds for it
-    (checkpoints written before digests were recorded load unchecked)."""
+    """``folder / name`` after checking it against the digest ``checkpoint.json`` holds for it; a
+    checkpoint without a digest for it (written before digests were recorded) is refused."""
     path = Path(folder) / name
     expected = (meta.get("sha256") or {}).get(name)
-    if expected is not None and file_sha256(path) != expected:
+    if expected is None or file_sha256(path) != expected:
         again = train_command(str(meta.get("env_id", "<env>")), meta.get("profile"),
                               str(meta.get("model", {}).get("backbone", "<backbone>")),
                               meta.get("model", {}).get("numeric_layers"))
-        raise ValueError(f"{path}: its SHA-256 does not match checkpoint.json (a damaged or replaced file); "
-                         f"delete {Path(folder)} and train again: {again} --overwrite")
+        why = ("checkpoint.json records no SHA-256 for it (a checkpoint of an older version)" if expected is None
+               else "its SHA-256 does not match checkpoint.json (a damaged or replaced file)")
+        raise ValueError(f"{path}: {why}; delete {Path(folder)} and train again: {again} --overwrite")
     return path
 
 
@@ -198,14 +196,18 @@ def read_checkpoint_meta(folder: Path, train_hint: str | None = None) -> dict[st
     if not path.exists():
         raise FileNotFoundError(f"No rollout-model checkpoint at {folder}.{hint}")
     meta = json.loads(path.read_text())
-    missing = [n for k, n in checkpoint_files(meta).items() if k != "optimizer" and not (folder / n).exists()]
-    if missing:
-        raise FileNotFoundError(f"No complete rollout-model checkpoint at {folder} (missing {missing}).{hint}")
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path} is not a rollout-model checkpoint (format {meta.get('format')!r}).")
     if meta.get("schema_version", 0) > SCHEMA_VERSION:
         raise ValueError(f"{path} has schema {meta.get('schema_version')}; this imaginebench reads up to "
                          f"{SCHEMA_VERSION}. Upgrade imaginebench.")
+    if meta.get("schema_version", 0) < SCHEMA_VERSION or not isinstance(meta.get("files"), dict):
+        raise ValueError(f"{path} is a checkpoint of an older imaginebench (schema {meta.get('schema_version')}, "
+                         f"without file digests), which this version does not load; delete {folder} and train "
+                         f"again.{hint}")
+    missing = [n for k, n in checkpoint_files(meta).items() if k != "optimizer" and not (folder / n).exists()]
+    if missing:
+        raise FileNotFoundError(f"No complete rollout-model checkpoint at {folder} (missing {missing}).{hint}")
     return meta
 
 
@@ -252,14 +254,6 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     model.to(torch.device(device) if device is not None else default_device())
     model.eval()
     return model, meta
-
-
-def load_best_state(folder: Path, meta: Mapping[str, Any]) -> dict[str, torch.Tensor] | None:
-    """The best-validation tensors of a checkpoint (CPU), or ``None`` when it has none."""
-    from safetensors.torch import load_file
-
-    name = checkpoint_files(meta).get("best")
-    return None if name is None else load_file(str(verified(folder, meta, name)))
 
 
 def load_resume_state(folder: Path, meta: Mapping[str, Any] | None = None) -> dict[str, Any] | None:

@@ -595,7 +595,6 @@ def generate_level(
     profile: str | None = None,
     episodes: int | None = None,
     cfg: GenerateConfig | None = None,
-    filter_invalid: bool = False,
     overwrite: bool = False,
     progress: bool = True,
     score: bool = True,
@@ -611,8 +610,7 @@ def generate_level(
     ``candidate_sample`` candidates as ``imaginary-<level>.candidates.npz`` (quality of "all").
     The quality report (kept and all; per task: quota, kept, candidates) goes beside the kept
     file as ``.quality.json``.  ``score=False`` skips the simulator-based quality metrics
-    (run ``imaginebench imagine quality`` later).  ``filter_invalid`` is the old name of
-    keep ``oracle``.
+    (run ``imaginebench imagine quality`` later).
     """
     from imaginebench import __version__
     from imaginebench.config import get_profile
@@ -624,8 +622,6 @@ def generate_level(
     from imaginebench.imagination.quality import check_rollouts, quality_path, write_quality
 
     cfg = cfg or GenerateConfig()
-    if filter_invalid and cfg.keep != "oracle":
-        cfg = replace(cfg, keep="oracle")
     check_level(level)
     if level not in IMAGINARY_LEVELS:
         raise choice_error("imaginary level", level, IMAGINARY_LEVELS)

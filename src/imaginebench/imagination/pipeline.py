@@ -83,7 +83,7 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
 
 def generate(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,
              backbone: str | None = None, checkpoint: str | Path | None = None, episodes: int | None = None,
-             temperature: float = 1.0, batch_size: int | None = None, seed: int = 1, filter_invalid: bool = False,
+             temperature: float = 1.0, batch_size: int | None = None, seed: int = 1,
              overwrite: bool = False, bf16: bool = False, threads: int | None = None, progress: bool = True,
              device: str | None = None, max_steps: int | None = None, keep: str = "honest", budget: float = 16.0,
              stop_on_end: bool = True, score: bool = True, numeric_layers: int | None = None) -> list:
@@ -113,7 +113,7 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
                           f"a batch of {batch_size or prof.lm_generate_batch} imagined rollouts",
                           "give a smaller --batch-size")
     cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
-                         bf16=bf16, max_steps=max_steps, keep="oracle" if filter_invalid else keep, budget=budget,
+                         bf16=bf16, max_steps=max_steps, keep=keep, budget=budget,
                          stop_on_end=stop_on_end)
     late = numeric_layers_of(prof.name, numeric_layers)
     folder = checkpoint_dir(env_id, prof.name, backbone, checkpoint, late or 0)
@@ -142,18 +142,16 @@ def resolve_device(device: str | None) -> Any:
 
 def quality(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,
             tolerance: float | None = None, progress: bool = True,
-            filter_invalid: bool = False, keep: str | None = None, variant: str = "honest") -> list[dict[str, Any]]:
+            keep: str | None = None, variant: str = "honest") -> list[dict[str, Any]]:
     """Quality reports of the stored imaginary datasets (also written beside them as JSON).
 
-    With ``keep`` (``honest`` or ``oracle``; ``filter_invalid`` is the old spelling of
-    ``oracle``) the datasets are filtered in place (originals kept as
+    With ``keep`` (``honest`` or ``oracle``) the datasets are filtered in place (originals kept as
     ``imaginary-<level>.unfiltered.npz``); see :func:`~imaginebench.imagination.quality.filter_dataset`.
     """
     from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.quality import dataset_quality, filter_dataset
 
     env_id = env_spec(env_id).env_id
-    keep = "oracle" if filter_invalid else keep
     if keep is None:
         return [dataset_quality(env_id, lv, profile, tolerance=tolerance, progress=progress, variant=variant)
                 for lv in _levels(level)]

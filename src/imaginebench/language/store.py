@@ -13,8 +13,7 @@ and float32 vectors), written to a temporary name and renamed.  Nothing is ever 
 :meth:`EmbeddingStore.compact` merges the shards into one (``imaginebench embed`` does it after
 building a store): the merged shard is written first, then the merged files are deleted, so a
 reader at any moment sees every vector at least once.  A shard that cannot be read (damaged by
-a disk fault) is skipped with a warning and its strings are embedded again.  The single-file
-cache of earlier versions (``embeddings.npz``) is read as one more shard.
+a disk fault) is skipped with a warning and its strings are embedded again.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from imaginebench.fileio import atomic_path
 
 logger = logging.getLogger(__name__)
 
-LEGACY_CACHE = "embeddings.npz"
 SHARD_PREFIX = "shard-"
 
 
@@ -66,11 +64,10 @@ class EmbeddingStore:
         self._seen: set[str] = set()
 
     def shards(self) -> list[Path]:
-        """The shard files now in the folder (the legacy single-file cache first)."""
+        """The shard files now in the folder."""
         if not self.root.is_dir():
             return []
-        legacy = [self.root / LEGACY_CACHE] if (self.root / LEGACY_CACHE).is_file() else []
-        return legacy + sorted(self.root.glob(f"{SHARD_PREFIX}*.npz"))
+        return sorted(self.root.glob(f"{SHARD_PREFIX}*.npz"))
 
     def refresh(self) -> int:
         """Read shards not read before; returns how many strings became known."""
