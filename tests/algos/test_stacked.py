@@ -150,18 +150,18 @@ def test_write_back_carries_adam_state_so_a_new_trainer_continues_exactly():
 
 def test_a_shared_encoder_is_one_stacked_tensor_trained_by_both_losses():
     src = source(True)
-    trainer, algos = stacked("discrete_bcq", src, [0, 1], steps=3, **OPTIONS["discrete_bcq"])
+    trainer, algos = stacked("discrete_bcq", src, [0, 1], steps=3, **OPTIONS["discrete_bcq"], share_encoder=True)
     shared = [n for n in trainer.params if n.startswith("imitator._encoder.")]
     assert shared and all(trainer.params[n] is trainer.params["q_funcs.0" + n[len("imitator"):]] for n in shared)
     for algo in algos:  # still one module in d3rlpy after the write-back
         assert algo.impl.modules.imitator._encoder is algo.impl.modules.q_funcs[0]._encoder
 
 
-def test_discrete_bcq_with_its_own_imitator_encoder_equals_d3rlpy():
+def test_discrete_bcq_with_a_shared_encoder_equals_d3rlpy():
     src = source(True)
-    options = dict(OPTIONS["discrete_bcq"], share_encoder=False)
+    options = dict(OPTIONS["discrete_bcq"], share_encoder=True)
     trainer, algos = stacked("discrete_bcq", src, [0, 1], steps=8, **options)
-    assert not trainer.shared
+    assert trainer.shared
     for seed, algo in zip([0, 1], algos):
         assert_close(params_of(algo), params_of(lone_d3rlpy("discrete_bcq", src, seed, steps=8, **options)))
 

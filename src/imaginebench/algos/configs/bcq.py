@@ -8,7 +8,15 @@ Fujimoto et al., "Off-Policy Deep Reinforcement Learning without Exploration", I
 update 5–7× slower (Meta-World input, one thread: 1.2 vs 6.0 steps/s).  d3rlpy has one knob
 for both, so the policy also picks the best of 10 sampled actions when it acts; pass
 ``n_action_samples=100`` for d3rlpy's setting.  Discrete defaults use 3e-4 and a target copy
-every 1,000 steps instead of d3rlpy's Atari settings.
+every 1,000 steps instead of d3rlpy's Atari settings, and the authors' imitator for state
+vectors (sfujim/BCQ, ``discrete_BCQ/discrete_BCQ.py``, ``FC_Q``): its own layers
+(``share_encoder=False``) and a logit penalty of ``1e-2 * mean(logits**2)`` (``beta=0.01``).
+d3rlpy's ``beta=0.5`` — 50× the authors' — keeps the imitator from learning the expert's
+actions, so the action mask lets poor actions through: CLEVR train level, real data, one seed,
+4,000 steps, success at steps 1k/2k/3k/4k: d3rlpy's settings 2 / 1 / 13 / 55%; ``beta=0.01`` 60 /
+81 / 89 / 93%; ``beta=0.01`` and separate layers 68 / 92 / 92 / 91% (DiscreteBC 79 / 91 / 97 / 96%;
+notes/evaluation_api.md, session 18).  With d3rlpy's settings the 20,000-step runs scored
+38–43% on CLEVR's train level, near chance.
 """
 
 from __future__ import annotations
@@ -84,9 +92,9 @@ class DiscreteBCQConfig(AlgoConfig):
     learning_rate: float = 3e-4
     n_critics: int = 1
     action_flexibility: float = 0.3
-    beta: float = 0.5
+    beta: float = 0.01
     target_update_interval: int = 1000
-    share_encoder: bool = True
+    share_encoder: bool = False
 
     def d3rlpy_config(self, ctx: BuildContext):
         from imaginebench.algos._d3rlpy import load
