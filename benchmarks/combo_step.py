@@ -20,27 +20,7 @@ import torch
 from imaginebench.algos.factory import build_algorithm
 from imaginebench.algos.registry import get_spec
 from imaginebench.algos.sampler import MixedReplaySource
-from imaginebench.benchmarking import Report, Stopwatch, add_json_argument, calls_per_second
-from imaginebench.data import Episode, EpisodeDataset
-
-# sampling.py's synthetic data, copied so that each script runs on its own: keep the two in step.
-STATE_DIM, EMBED_DIM, N_ACTIONS, ACTION_DIM = 10, 384, 40, 4
-
-
-def synthetic(n_episodes: int, discrete: bool, seed: int, n_instructions: int = 80) -> EpisodeDataset:
-    """CLEVR-sized episodes (10-d states, up to 50 steps) with ``n_instructions`` phrasings."""
-    rng = np.random.default_rng(seed)
-    episodes = []
-    for i in range(n_episodes):
-        t = int(rng.integers(5, 51))
-        term = np.zeros(t, bool)
-        term[-1] = rng.random() < 0.8
-        actions = rng.integers(0, N_ACTIONS, t) if discrete else rng.uniform(-1, 1, (t, ACTION_DIM)).astype(np.float32)
-        episodes.append(Episode(task=f"task{i % 20}", instruction=f"instruction {seed} {i % n_instructions}",
-                                states=rng.normal(size=(t + 1, STATE_DIM)).astype(np.float32), actions=actions,
-                                rewards=rng.normal(size=t).astype(np.float32), terminals=term,
-                                truncations=~term & (np.arange(t) == t - 1), successes=term.copy()))
-    return EpisodeDataset.from_episodes(episodes, metadata={"action_dim": N_ACTIONS if discrete else ACTION_DIM})
+from imaginebench.benchmarking import EMBED_DIM, Report, Stopwatch, add_json_argument, calls_per_second, synthetic
 
 
 def main() -> None:

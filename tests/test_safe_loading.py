@@ -53,7 +53,7 @@ def test_a_checkpoint_with_a_pickled_object_is_refused(tmp_path):
     path = tmp_path / "resume.pt"
     with open(path, "wb") as f:
         pickle.dump({"optimizer": Payload()}, f)
-    from imaginebench.imagination.checkpoint import load_resume_state
+    from imaginebench.imagination.checkpoint import file_sha256, load_resume_state
 
-    with pytest.raises(ValueError, match="pickled objects"):
-        load_resume_state(tmp_path, {"files": {"optimizer": "resume.pt"}})
+    with pytest.raises(ValueError, match="pickled objects"):  # even with a matching digest
+        load_resume_state(tmp_path, {"files": {"optimizer": "resume.pt"}, "sha256": {"resume.pt": file_sha256(path)}})

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from imaginebench.data import Episode, EpisodeDataset
 from imaginebench.fileio import check_writable, write_json
 
 Cell = str | int | float | None
@@ -224,3 +225,24 @@ class Report:
         if self.json_path is not None:
             write_json(self.json_path, self.to_json())
             print(f"tables written to {self.json_path}", flush=True)
+
+
+# ------------------------------------------------------------------ synthetic data
+STATE_DIM, EMBED_DIM, N_ACTIONS, ACTION_DIM = 10, 384, 40, 4
+
+
+def synthetic(n_episodes: int, discrete: bool, seed: int, n_instructions: int = 80) -> EpisodeDataset:
+    """CLEVR-sized episodes (10-d states, up to 50 steps) with ``n_instructions`` phrasings: data of the
+    real shapes for throughput benchmarks that must not depend on a collected dataset."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for i in range(n_episodes):
+        t = int(rng.integers(5, 51))
+        term = np.zeros(t, bool)
+        term[-1] = rng.random() < 0.8
+        actions = rng.integers(0, N_ACTIONS, t) if discrete else rng.uniform(-1, 1, (t, ACTION_DIM)).astype(np.float32)
+        episodes.append(Episode(task=f"task{i % 20}", instruction=f"instruction {seed} {i % n_instructions}",
+                                states=rng.normal(size=(t + 1, STATE_DIM)).astype(np.float32), actions=actions,
+                                rewards=rng.normal(size=t).astype(np.float32), terminals=term,
+                                truncations=~term & (np.arange(t) == t - 1), successes=term.copy()))
+    return EpisodeDataset.from_episodes(episodes, metadata={"action_dim": N_ACTIONS if discrete else ACTION_DIM})
