@@ -241,6 +241,8 @@ CASES = [
          "learning_rate must be positive"),
     Case("--set negative layer", [*TOY, *TRAIN_FAST, "--set", "hidden_units=[-4]"], 2,
          "hidden_units must be positive layer sizes"),
+    Case("--set BCQ flexibility 1", ["train", "--env", "Toy-v0", "--algo", "discrete_bcq", *TRAIN_FAST, "--set",
+                                      "action_flexibility=1"], 2, "action_flexibility must lie strictly between 0 and 1"),
     Case("bad tag", [*TOY, *TRAIN_FAST, "--tag", "a b"], 2, "tag must be letters"),
     Case("unknown encoder", [*TOY, *TRAIN_FAST, "--encoder", "word2vec"], 2, "Unknown instruction encoder"),
     # train: data and folders

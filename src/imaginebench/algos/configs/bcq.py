@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from imaginebench.algos.configs.base import AlgoConfig, BuildContext
+from imaginebench.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,12 @@ class DiscreteBCQConfig(AlgoConfig):
     beta: float = 0.01
     target_update_interval: int = 1000
     share_encoder: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 < self.action_flexibility < 1.0:  # d3rlpy masks by ratio > log(flexibility)
+            raise UsageError(f"action_flexibility must lie strictly between 0 and 1 (1 lets no action through, 0 "
+                             f"every one), got {self.action_flexibility}.")
 
     def d3rlpy_config(self, ctx: BuildContext):
         from imaginebench.algos._d3rlpy import load
