@@ -483,3 +483,15 @@ def test_instruction_banks():
         assert len(set(task.instructions)) >= 20 and not task.rephrasings
     assert len(train | rephrase | novel) == sum(
         len(t.instructions) + len(t.rephrasings) for lv in ("train", "easy", "hard") for t in DOMAIN.tasks(lv))
+
+
+def test_a_state_of_another_scene_is_refused_not_mixed():
+    env = MetaWorldEnv("train")
+    env.reset(seed=3, options={"task": "push"})
+    push_state = env.state - env.distractor  # the push scene alone: legal, no faucet
+    env.reset(seed=3, options={"task": "faucet_open"})
+    before = env.state.copy()
+    with pytest.raises(ValueError, match=r"under task 'faucet_open': its scene needs faucet"):
+        env.set_state(push_state)
+    np.testing.assert_array_equal(env.state, before)  # the episode is untouched
+    env.close()

@@ -129,6 +129,23 @@ class MetaWorldEnv(InstructionEnv):
         assert self.scene is not None
         return self.scene.step(np.asarray(action, dtype=np.float64)) + self.distractor
 
+    def _state_of_task_scene(self, state: np.ndarray, verb: str) -> np.ndarray:
+        """``state`` as a flat vector after checking that it is legal and holds every entity of the
+        current task's scene (``ValueError`` naming what is wrong; ``verb``: what was asked)."""
+        s = np.asarray(state, dtype=np.float64).reshape(-1)
+        errors = legality_errors(s)
+        if errors:
+            raise ValueError(f"Cannot {verb} an illegal MetaWorld-v0 state: {'; '.join(errors)}.")
+        if self.task is None:
+            raise RuntimeError(f"Call reset() before asking to {verb} a state: the task decides the scene.")
+        entities = L.SCENE_ENTITIES[spec_of(self.task).scene]
+        missing = [e for e in entities if np.all(np.abs(s[L.slot_slice(e)]) <= EMPTY_TOLERANCE)]
+        if missing:
+            raise ValueError(f"Cannot {verb} this MetaWorld-v0 state under task {self.task.name!r}: its scene needs "
+                             f"{', '.join(missing)}, which the state lacks; reset with a task of the state's scene "
+                             f"first.")
+        return s
+
     def set_state(self, state: np.ndarray) -> None:
         """Put the scene into a 91-dim state (``ValueError`` when it is not finite or illegal).
 
@@ -138,19 +155,9 @@ class MetaWorldEnv(InstructionEnv):
         state read back from the simulator; the progress record keeps its latch and also counts
         ``state``.
         """
-        s = np.asarray(state, dtype=np.float64).reshape(-1)
-        errors = legality_errors(s)
-        if errors:
-            raise ValueError(f"Cannot set an illegal MetaWorld-v0 state: {'; '.join(errors)}.")
-        if self.task is None:
-            raise RuntimeError("Call reset() before set_state(): the task decides the scene.")
-        scene = self.scene_for(self.task)
-        missing = [e for e in scene.entities if np.all(np.abs(s[L.slot_slice(e)]) <= EMPTY_TOLERANCE)]
-        if missing:
-            raise ValueError(f"Cannot set this MetaWorld-v0 state under task {self.task.name!r}: its scene needs "
-                             f"{', '.join(missing)}, which the state lacks; reset with a task of the state's "
-                             f"scene first.")
-        self.scene = scene
+        s = self._state_of_task_scene(state, "set")
+        assert self.task is not None
+        self.scene = self.scene_for(self.task)
         self.scene.write(s)
         self.distractor = s.copy()
         for entity in self.scene.entities:
@@ -184,12 +191,8 @@ class MetaWorldEnv(InstructionEnv):
         """
         import mujoco
 
-        s = np.asarray(state, dtype=np.float64).reshape(-1)
-        errors = legality_errors(s)
-        if errors:
-            raise ValueError(f"Cannot draw an illegal MetaWorld-v0 state: {'; '.join(errors)}.")
-        if self.task is None:
-            raise RuntimeError("Call reset() before render_state(): the task decides the scene.")
+        s = self._state_of_task_scene(state, "draw")
+        assert self.task is not None
         scene, renderer = self._drawing.get(self.task.name, (None, None))
         if scene is None:
             spec = spec_of(self.task)
@@ -206,10 +209,6 @@ class MetaWorldEnv(InstructionEnv):
                     "Set MUJOCO_GL=egl (Debian packages libegl1, libgl1-mesa-dri) or MUJOCO_GL=osmesa "
                     "(libosmesa6) before starting Python.") from None
         self._drawing[self.task.name] = (scene, renderer)
-        missing = [e for e in scene.entities if np.all(np.abs(s[L.slot_slice(e)]) <= EMPTY_TOLERANCE)]
-        if missing:
-            raise ValueError(f"Cannot draw this MetaWorld-v0 state under task {self.task.name!r}: its scene "
-                             f"needs {', '.join(missing)}, which the state lacks.")
         scene.write(s)
         view: Any = camera
         if camera is None:
