@@ -41,7 +41,7 @@ def main() -> None:
     add_json_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    torch.set_flush_denormal(True)  # as the runner trains (see imaginebench.evaluation.runner)
+    torch.set_flush_denormal(True)  # as the runner trains (see imaginebench.training.runner)
     report = Report(__file__, args.json)
     batch = get_profile(args.profile).batch_size
     real = load_real(args.env, "train", args.profile)

@@ -156,8 +156,8 @@ def greedy_imaginary_dataset(checkpoint: str) -> str:
 
 def rl_spec() -> Any:
     """The offline RL run of the tests: TD3+BC on ``ToyCont-v0`` (40 steps, a checkpoint every 10)."""
-    from imaginebench.evaluation import RunSpec
-    from tests.evaluation.test_runner import SMALL
+    from imaginebench.training import RunSpec
+    from tests.training.test_runner import SMALL
 
     return RunSpec("ToyCont-v0", "td3bc", level="train", seed=3, **SMALL)
 
@@ -172,7 +172,7 @@ def train_rl(stop: str, marker: str | None = None) -> None:
     import torch
 
     from imaginebench.algos import sampler
-    from imaginebench.evaluation import train
+    from imaginebench.training import train
     from tests.sweep.helpers import register_toys
 
     _check_stop(stop, ("checkpoint-20-rename", "update-15", "record-rename"))
@@ -198,21 +198,22 @@ def register_toys_and_stop_in_seed6() -> None:
     """The grid's task setup: :func:`~tests.sweep.helpers.register_toys`, and run seed 6 stops
     right after its step-20 checkpoint is saved (marker: :data:`GRID_STOP_MARKER` in the data home)."""
     from imaginebench.config import data_home
-    from imaginebench.evaluation import runner
+    from imaginebench.run_folder import RunFolder
     from tests.sweep.helpers import register_toys
 
     register_toys()
-    if getattr(runner._save_checkpoint, "stops", False):  # Ray reuses workers
+    if getattr(RunFolder.save_checkpoint, "stops", False):  # Ray reuses workers
         return
-    real_save = runner._save_checkpoint
+    real_save = RunFolder.save_checkpoint
 
-    def save_then_maybe_stop(path: Path, algo: Any, step: int, *args: Any, **kwargs: Any) -> None:
-        real_save(path, algo, step, *args, **kwargs)
-        if step == GRID_STOP_STEP and Path(path).parent.name == f"seed{GRID_STOP_SEED}":
-            wait_forever(data_home() / GRID_STOP_MARKER, f"after the step-{step} checkpoint {path}")
+    def save_then_maybe_stop(folder: RunFolder, state: dict[str, Any]) -> None:
+        real_save(folder, state)
+        step = state.get("step")
+        if step == GRID_STOP_STEP and folder.path.name == f"seed{GRID_STOP_SEED}":
+            wait_forever(data_home() / GRID_STOP_MARKER, f"after the step-{step} checkpoint {folder.checkpoint_path}")
 
     save_then_maybe_stop.stops = True  # type: ignore[attr-defined]
-    runner._save_checkpoint = save_then_maybe_stop
+    RunFolder.save_checkpoint = save_then_maybe_stop  # type: ignore[method-assign]
 
 
 def run_stopping_grid(store_path: str, marker: str) -> None:

@@ -13,7 +13,7 @@ the grid test here kills inside a run, right after a checkpoint, and compares th
 with a straight run's.  Determinism tests already elsewhere: arrays of a collection do not depend
 on the worker count (``tests/data/test_collect.py``), equal datasets give equal bytes
 (``tests/data/test_storage.py``), the same seed gives the same record in one process
-(``tests/evaluation/test_runner.py``).
+(``tests/training/test_runner.py``).
 """
 
 from __future__ import annotations
@@ -349,9 +349,10 @@ def _checkpoint_state(path: Path) -> dict[str, Any]:
 def test_offline_rl_run_killed_in_renames_and_between_checkpoints_resumes_to_the_straight_record(
         data_home, tmp_path, toy_envs, one_torch_thread):
     pytest.importorskip("d3rlpy")
-    from imaginebench.evaluation import load_records, stable_view, train
+    from imaginebench.evaluation import load_records, stable_view
+    from imaginebench.training import train
     from imaginebench.evaluation.records import RECORD_NAME
-    from imaginebench.evaluation.runner import CHECKPOINT_NAME, MODEL_NAME
+    from imaginebench.run_folder import CHECKPOINT_NAME, MODEL_NAME
 
     build_toy_data("ToyCont-v0", ("train",), episodes=30)
     spec = rl_spec()
@@ -400,9 +401,10 @@ def test_offline_rl_run_killed_in_renames_and_between_checkpoints_resumes_to_the
 def test_grid_killed_inside_a_run_resumes_it_to_the_straight_record_and_keeps_the_finished_run(
         data_home, tmp_path, toy_envs, one_torch_thread):
     pytest.importorskip("ray")
-    from imaginebench.evaluation import run_dir, stable_view, train
+    from imaginebench.evaluation import stable_view
+    from imaginebench.training import run_dir, train
     from imaginebench.evaluation.records import RECORD_NAME, read_record
-    from imaginebench.evaluation.runner import CHECKPOINT_NAME
+    from imaginebench.run_folder import CHECKPOINT_NAME
     from imaginebench.sweep import ResultsStore, run_grid
     from tests.sweep.helpers import register_toys, toy_data
     from tests.sweep.test_ray_grid import _session

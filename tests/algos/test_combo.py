@@ -171,8 +171,9 @@ class Stop(Exception):
 
 
 def test_a_killed_combo_run_resumes_to_the_numbers_of_an_uninterrupted_one(toy_envs, monkeypatch):
-    from imaginebench.evaluation import RunSpec, run_dir, stable_view, train
-    from imaginebench.evaluation.runner import CHECKPOINT_NAME
+    from imaginebench.evaluation import stable_view
+    from imaginebench.training import RunSpec, run_dir, train
+    from imaginebench.run_folder import CHECKPOINT_NAME
 
     build_toy_data("ToyCont-v0", ("train",), episodes=30)
     fits = []
@@ -226,8 +227,8 @@ def test_combo_trains_end_to_end_on_a_continuous_domain():
     import d3rlpy
 
     from imaginebench.data.hub import build_real
-    from imaginebench.evaluation import RunSpec, train
-    from imaginebench.evaluation.runner import MODEL_NAME
+    from imaginebench.training import RunSpec, train
+    from imaginebench.run_folder import MODEL_NAME
 
     build_real("HalfCheetah-v0", "train", "tiny", episodes=20, progress=False)
     options = (("hidden_units", (16, 16)), ("rollout_batch_size", 64), ("rollout_freq", 2), *TINY_DYNAMICS.items())

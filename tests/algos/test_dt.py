@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from imaginebench.envs.registry import is_available
-from imaginebench.evaluation import RunSpec, run_dir, stable_view, train
-from imaginebench.evaluation.runner import CHECKPOINT_NAME, MODEL_NAME
+from imaginebench.evaluation import stable_view
+from imaginebench.training import RunSpec, run_dir, train
+from imaginebench.run_folder import CHECKPOINT_NAME, MODEL_NAME
 from tests.algos.helpers import HASH_ENCODER, HashEncoder, build_toy_data, save_imaginary, toy_envs  # noqa: F401
 from tests.data.helpers import random_dataset
 

@@ -159,7 +159,8 @@ def toy_cont(toy_envs):  # noqa: F811
 
 
 def test_a_killed_run_resumes_to_the_uninterrupted_record(toy_cont):
-    from imaginebench.evaluation import RunSpec, run_dir, stable_view, train
+    from imaginebench.evaluation import stable_view
+    from imaginebench.training import RunSpec, run_dir, train
 
     spec = RunSpec("ToyCont-v0", "prdc", level="easy", seed=2,
                    **{**RUN, "algo_options": (*RUN["algo_options"], ("update_actor_interval", 1))})
@@ -186,7 +187,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_record(toy_cont):
 @pytest.mark.skipif(not is_available("HalfCheetah-v0"), reason="needs HalfCheetah-v0")
 def test_trains_end_to_end_on_halfcheetah_tiny():
     from imaginebench.data.hub import build_real
-    from imaginebench.evaluation import RunSpec, train
+    from imaginebench.training import RunSpec, train
 
     build_real("HalfCheetah-v0", "train", "tiny", episodes=4, progress=False)
     rec = train(RunSpec("HalfCheetah-v0", "prdc", level="train", seed=0, **{**RUN, "train_steps": 3,

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from imaginebench.algos import get_spec, resolve
-from imaginebench.evaluation import RunSpec, run_dir, stable_view, train
-from imaginebench.evaluation.runner import CHECKPOINT_NAME
+from imaginebench.evaluation import stable_view
+from imaginebench.training import RunSpec, run_dir, train
+from imaginebench.run_folder import CHECKPOINT_NAME
 from tests.algos.helpers import HashEncoder, build_toy_data, toy_envs  # noqa: F401  (fixture)
 from tests.data.helpers import random_dataset
-from tests.evaluation.test_runner import SMALL, Stop
+from tests.training.test_runner import SMALL, Stop
 
 
 def _source(seed: int = 0):

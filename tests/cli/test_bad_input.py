@@ -263,7 +263,7 @@ CASES = [
          setup=imaginary_of_other_level),
     Case("imaginary actions unlike the real ones", [*TOY_EASY, *TRAIN_FAST], 1, "continuous actions",
          setup=imaginary_with_other_actions),
-    Case("run folder holds other settings", [*TOY, "--seeds", "0", *TRAIN_FAST, "--set", "learning_rate=0.01"], 1,
+    Case("run folder holds other settings", [*TOY, "--seeds", "0", *TRAIN_FAST, "--set", "learning_rate=0.01"], 2,
          "Give this run a --tag", setup=finished_run),
     Case("data home is a file", [*TOY, *TRAIN_FAST], 1, "is a file, not a folder", env={"IMAGINEBENCH_HOME": "{home}/real-file"},
          setup=lambda home: (home / "real-file").write_text("x")),

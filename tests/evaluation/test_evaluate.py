@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import imaginebench
-from imaginebench.evaluation import RunSpec, train
+from imaginebench.training import RunSpec, train
 from imaginebench.evaluation.protocol import d3rlpy_policy
 from imaginebench.evaluation.reference import reference_scores, wilson_interval
 from tests.algos.helpers import HASH_ENCODER, HashEncoder, build_toy_data

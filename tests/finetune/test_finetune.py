@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from imaginebench.errors import UsageError
-from imaginebench.evaluation import RunSpec, stable_view, train
+from imaginebench.evaluation import stable_view
+from imaginebench.training import RunSpec, train
 from imaginebench.finetune import FinetuneSpec, finetune
-from imaginebench.finetune.runner import CHECKPOINT_NAME, _loop, _prepare, area_under_curve, steps_to_reach
+from imaginebench.finetune.runner import _loop, _prepare, area_under_curve, steps_to_reach
+from imaginebench.run_folder import CHECKPOINT_NAME
 from tests.algos.helpers import HASH_ENCODER, HashEncoder, build_toy_data, save_imaginary
 
 HIDDEN = (("hidden_units", (16, 16)),)
@@ -59,7 +61,7 @@ def test_budget_is_respected_exactly_and_the_record_holds_the_curve(starts, data
     _loop(run, False, None)
     assert run.env_steps == 48 and len(run.buffer) == 48
     run.interaction.close()
-    (run.path / CHECKPOINT_NAME).unlink()
+    (run.folder.path / CHECKPOINT_NAME).unlink()
     result = finetune(FinetuneSpec("Toy-v0", "easy", start="discrete_cql/real", **FT), progress=False,
                       encoder=HashEncoder())
     rec = result.record

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from imaginebench.evaluation import RunSpec, train
+from imaginebench.training import RunSpec, train
 from imaginebench.evaluation.reference import (calibrate_task, normalised_score, reference_path, reference_scores,
                                                wilson_interval)
 from imaginebench.report import aggregate, build_report, markdown

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from imaginebench.evaluation import run_dir
+from imaginebench.training import run_dir
 from imaginebench.evaluation.records import read_record
-from imaginebench.evaluation.runner import CHECKPOINT_NAME
+from imaginebench.run_folder import CHECKPOINT_NAME
 from imaginebench.sweep import GridSpec, ResultsStore, run_grid
 from tests.algos.helpers import build_toy_data, register_toy_envs
 from tests.sweep.helpers import FAST, flaky_setup, kill_grid, register_toys, toy_data, toy_grid

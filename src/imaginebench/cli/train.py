@@ -87,8 +87,8 @@ def train(
     that have a stacked trainer train together in one process (--no-stack: one at a time).
     """
     from imaginebench.config import get_profile
-    from imaginebench.evaluation.runner import RunSpec
-    from imaginebench.evaluation.runner import train_seeds
+    from imaginebench.training import RunSpec
+    from imaginebench.training import train_seeds
 
     if real_upper_bound and real_only:
         raise UsageError("Choose one of --real-upper-bound and --real-only.")

@@ -1,12 +1,8 @@
 """Run records: one JSON file per (env, profile, level, data, algorithm, seed).
 
-Layout under the data home::
-
-    runs/<env id>/<profile>/<level>/<data>/<algo>[@<tag>]/seed<k>/
-        record.json      the results record (written last; its presence = run finished)
-        model.pt         final weights + d3rlpy config, read without unpickling (:mod:`imaginebench.algos.weights`)
-        model.d3         the same as d3rlpy's own pickle (``d3rlpy.load_learnable``): an export, never read here
-        checkpoint.pt    resume state while the run is unfinished (removed at the end)
+Layout under the data home: ``runs/<env id>/<profile>/<level>/<data>/<algo>[@<tag>]/seed<k>/``
+holding a run folder's files (:mod:`imaginebench.run_folder`: ``record.json`` written last,
+``model.pt``, the ``model.d3`` export, ``checkpoint.pt`` while unfinished).
 
 ``data`` is ``imaginary`` (real + that level's imaginary rollouts; real only at ``train``),
 ``real`` (real rollouts only: the no-imagination baseline) or ``real-upper-bound`` (real +
@@ -33,16 +29,15 @@ the same seed lives under ``timing`` and ``files``.
 
 from __future__ import annotations
 
-import json
 import platform
 from pathlib import Path
 from typing import Any, Iterator
 
 from imaginebench.config import data_home
 from imaginebench.fileio import write_json  # noqa: F401  (re-exported: records are written with it)
+from imaginebench.run_folder import RECORD_NAME
 
 SCHEMA_VERSION = 1
-RECORD_NAME = "record.json"
 VOLATILE_KEYS = ("timing", "files")
 """Keys that may differ between two runs of the same seed: wall times, and the checksums of saved
 files (``torch.save`` bytes differ with the optimiser state's history, e.g. after a resume)."""

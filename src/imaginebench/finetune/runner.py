@@ -4,19 +4,13 @@ checkpoint holds the networks and optimisers, the online buffer, every sub-env's
 every random stream, so a resumed fine-tune writes the record an uninterrupted one would);
 finished fine-tunes are skipped.
 
-Layout under the data home::
-
-    finetune/<env>/<profile>/<level>/<start>/<method>[@<tag>]/seed<k>/
-        record.json     results (written last; its presence = finished)
-        model.pt        final weights + d3rlpy config (read without unpickling)
-        model.d3        the same as d3rlpy's pickle: an export, never read here
-        checkpoint.pt   resume state while unfinished
+Layout under the data home: ``finetune/<env>/<profile>/<level>/<start>/<method>[@<tag>]/seed<k>/``,
+a run folder (:mod:`imaginebench.run_folder`) like an offline run's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import time
 from dataclasses import dataclass, field
@@ -27,12 +21,10 @@ from typing import Any, Callable
 import numpy as np
 
 from imaginebench.errors import UsageError
-from imaginebench.evaluation.records import RECORD_NAME
-from imaginebench.evaluation.runner import CHECKPOINT_NAME, MODEL_NAME
-from imaginebench.fileio import (atomic_path, check_writable, first_line, remove_temporaries, torch_load_plain,
-                                 write_json)
+from imaginebench.fileio import first_line
 from imaginebench.finetune.buffer import OnlineBuffer, concat_batches
 from imaginebench.finetune.interaction import Interaction
+from imaginebench.run_folder import RunFolder
 from imaginebench.finetune.spec import (
     STOCHASTIC,
     FinetuneSpec,
@@ -130,7 +122,7 @@ class _Finetune:
     start: Start
     method: str
     config: Any
-    path: Path
+    folder: RunFolder
     algo: Any
     moved: dict[str, str]
     interaction: Interaction
@@ -152,10 +144,6 @@ class _Finetune:
     resumed_from: int = 0
     started: float = 0.0
     started_at: str = ""
-
-    @property
-    def ckpt_path(self) -> Path:
-        return self.path / CHECKPOINT_NAME
 
     @property
     def env_id(self) -> str:
@@ -181,21 +169,13 @@ def _set_np_global_state(state: dict[str, Any]) -> None:
                                             "pos": int(state["state"]["pos"])}})
 
 
-def _check_settings(found: dict[str, Any] | None, wanted: dict[str, Any], where: Path) -> None:
-    if found is None:
-        return
-    diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted if found.get(k) != wanted[k])
-    if diff:
-        raise UsageError(f"{where} holds a fine-tune with other settings ({diff}). Give this one a --tag (e.g. "
-                         "--tag variant) so both are kept; the fine-tune there is left as it is.")
-
-
 def _offline_source(spec: FinetuneSpec, start: Start, encoder: Any, action_size: int | None):
     """The offline data a batch may draw from: the start run's sources, or the real training data
     for a scratch start; with their description."""
     from imaginebench.algos.sampler import MixedReplaySource
     from imaginebench.data.hub import dataset_path, load_real
-    from imaginebench.evaluation.runner import RunSpec, load_sources
+    from imaginebench.training.sources import load_sources
+    from imaginebench.training.spec import RunSpec
 
     if start.run is None:
         real = load_real(spec.env_id, "train", spec.profile)
@@ -217,7 +197,6 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     from imaginebench.algos.configs import BuildContext
     from imaginebench.envs.registry import env_spec, load_domain
     from imaginebench.evaluation.protocol import Evaluator
-    from imaginebench.evaluation.records import read_record
     from imaginebench.language import get_encoder
 
     d3rlpy = load_d3rlpy()
@@ -225,18 +204,16 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     start = resolve_start(spec)
     method = resolve_method(spec, start, domain.discrete_actions)
     config = method_config(spec, start, method)
-    path = finetune_dir(spec, start, method)
+    folder = RunFolder(finetune_dir(spec, start, method), "fine-tune")
     encoder_name = (start.record.get("settings") or {}).get("encoder") if start.run else None
     if encoder is None:
         encoder = get_encoder(encoder_name)
     encoder_name = str(getattr(encoder, "name", encoder_name or "default"))
-    if (path / RECORD_NAME).exists():
-        record = read_record(path / RECORD_NAME)
-        _check_settings(record.get("settings"), _settings(spec, method, config, start, encoder_name), path)
-        return FinetuneResult(record, path, skipped=True)
-    check_writable(path)
-    for name in (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME, "model.pt"):
-        remove_temporaries(path / name)
+    if folder.finished:
+        record = folder.read_record()
+        folder.check(record.get("settings"), _settings(spec, method, config, start, encoder_name))
+        return FinetuneResult(record, folder.path, skipped=True)
+    folder.open()
     started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     action_size = domain.action_dim
@@ -279,11 +256,10 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
     buffer = OnlineBuffer(spec.steps, domain.state_dim, () if domain.discrete_actions else (action_size,),
                           spec.num_envs, config.gamma)
     evaluator = Evaluator(domain.env_id, spec.level, spec.episodes_per_task, spec.seed, encoder)
-    run = _Finetune(spec, start, method, config, path, algo, moved, interaction, buffer, table, evaluator, offline,
+    run = _Finetune(spec, start, method, config, folder, algo, moved, interaction, buffer, table, evaluator, offline,
                     offline_info, explorer, np.random.default_rng([spec.seed, 0xF7]), encoder_name, batch,
                     started=started, started_at=started_at)
-    path.mkdir(parents=True, exist_ok=True)
-    if run.ckpt_path.exists():
+    if folder.checkpoint_path.exists():
         _load_checkpoint(run)
     else:
         np.random.seed(spec.seed)  # d3rlpy's explorers draw from numpy's global stream
@@ -298,14 +274,12 @@ def _save_checkpoint(run: _Finetune) -> None:
 
     buf = io.BytesIO()
     run.algo.impl.save_model(buf)
-    state = {"env_steps": run.env_steps, "grad_step": run.algo.grad_step, "curve": run.curve, "model": buf.getvalue(),
-             "model_sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "buffer": run.buffer.state_dict(),
-             "envs": run.interaction.snapshot(), "instructions": run.table.texts,
-             "instr": torch.from_numpy(run.instr.copy()), "np_global": _np_global_state(),
-             "rng": run.rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "online": dict(run.online),
-             "elapsed": dict(run.elapsed), "settings": run.settings()}
-    with atomic_path(run.ckpt_path) as tmp:
-        torch.save(state, tmp)
+    run.folder.save_checkpoint(
+        {"env_steps": run.env_steps, "grad_step": run.algo.grad_step, "curve": run.curve, "model": buf.getvalue(),
+         "buffer": run.buffer.state_dict(), "envs": run.interaction.snapshot(), "instructions": run.table.texts,
+         "instr": torch.from_numpy(run.instr.copy()), "np_global": _np_global_state(),
+         "rng": run.rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "online": dict(run.online),
+         "elapsed": dict(run.elapsed), "settings": run.settings()})
 
 
 def _load_checkpoint(run: _Finetune) -> None:
@@ -313,18 +287,13 @@ def _load_checkpoint(run: _Finetune) -> None:
 
     from imaginebench.algos.weights import load_impl_state
 
+    state = run.folder.load_checkpoint(run.settings())
     try:
-        state = torch_load_plain(run.ckpt_path)
-        if hashlib.sha256(state["model"]).hexdigest() != state["model_sha256"]:
-            raise ValueError("the model and optimiser bytes do not match their SHA-256")
-        _check_settings(state.get("settings"), run.settings(), run.path)
         load_impl_state(run.algo.impl, state["model"])
         run.buffer.load_state_dict(state["buffer"])
-    except UsageError:
-        raise
     except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
-        raise ValueError(f"Cannot resume from {run.ckpt_path} ({first_line(exc)}); delete that file to restart "
-                         "the fine-tune.") from None
+        raise ValueError(f"Cannot resume from {run.folder.checkpoint_path} ({first_line(exc)}); delete that file to "
+                         "restart the fine-tune.") from None
     run.algo.set_grad_step(int(state["grad_step"]))
     run.env_steps, run.curve = int(state["env_steps"]), list(state["curve"])
     run.table.ids(list(state["instructions"]))  # same rows as before (the bank comes first in both)
@@ -381,7 +350,7 @@ def _evaluate(run: _Finetune, loss: dict[str, float], on_checkpoint) -> dict[str
 def _loop(run: _Finetune, progress: bool, on_checkpoint) -> None:
     from tqdm.auto import tqdm
 
-    from imaginebench.evaluation.runner import flushed_denormals
+    from imaginebench.training.runner import flushed_denormals
 
     spec = run.spec
     loss: dict[str, float] = {}
@@ -437,14 +406,8 @@ def _finish(run: _Finetune) -> FinetuneResult:
         "started_at": run.started_at, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "resumed_from_env_step": run.resumed_from, "env_steps_this_session": trained,
     }
-    from imaginebench.algos.weights import MODEL_FILE, save_model
-
-    record["files"] = {MODEL_FILE: save_model(run.algo, run.path / MODEL_FILE)}
-    with atomic_path(run.path / MODEL_NAME) as tmp:  # d3rlpy's format, an export for its users: never read here
-        run.algo.save(str(tmp))
-    write_json(run.path / RECORD_NAME, record)
-    run.ckpt_path.unlink(missing_ok=True)
-    return FinetuneResult(record, run.path, resumed_from=run.resumed_from)
+    run.folder.finish(record, run.algo)
+    return FinetuneResult(record, run.folder.path, resumed_from=run.resumed_from)
 
 
 def steps_to_reach(curve: list[dict[str, Any]], threshold: float) -> int | None:

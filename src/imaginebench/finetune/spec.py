@@ -195,7 +195,7 @@ def resolve_start(spec: FinetuneSpec) -> Start:
     from imaginebench.evaluation.records import RECORD_NAME, read_record
     from imaginebench.algos.weights import MODEL_FILE
     from imaginebench.evaluation.records import train_data_flags
-    from imaginebench.evaluation.runner import RunSpec, run_dir
+    from imaginebench.training.spec import RunSpec, run_dir
 
     if spec.start == "scratch":
         return Start("scratch", "scratch", None, {}, None)
@@ -249,12 +249,12 @@ def _env_id(env_id: str) -> str:
 
 
 def _canonical_folder(spec: FinetuneSpec, record: dict[str, Any]) -> Path:
-    from imaginebench.evaluation.runner import RunSpec, run_dir
+    from imaginebench.training.spec import RunSpec, run_dir
 
     try:
         data = record["data"] if record["data"] != "real" or spec.level != "train" else "imaginary"
         return run_dir(RunSpec(spec.env_id, record["algo"], level=spec.level, seed=spec.seed, profile=spec.profile,
-                               data=data, tag=record.get("tag")), record["algo"])
+                               data=data, tag=record.get("tag")))
     except (ValueError, UsageError):
         return Path("/nonexistent")
 

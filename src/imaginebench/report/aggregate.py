@@ -105,7 +105,7 @@ def _with_references(record: dict[str, Any]) -> dict[str, Any]:
         return record
     if "eval" not in record or "score" not in record:  # not a protocol run: nothing to compare with
         return record
-    from imaginebench.evaluation.runner import add_references
+    from imaginebench.training.record import add_references
 
     return add_references(dict(record))
 

@@ -1,5 +1,5 @@
 """The benchmark grid: environments × algorithms × levels × training data × seeds, expanded into
-:class:`~imaginebench.evaluation.runner.RunSpec`s with a stable id each.
+:class:`~imaginebench.training.RunSpec`s with a stable id each.
 
 Combinations that make no sense are left out (:meth:`GridSpec.plan` lists them with the reason):
 
@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from imaginebench.config import get_profile
 from imaginebench.domains.base import LEVELS, check_level
 from imaginebench.errors import UsageError, choice_error
-from imaginebench.evaluation.runner import DATA_VARIANTS, RunSpec
+from imaginebench.training import DATA_VARIANTS, RunSpec
 
 DEFAULT_DATA = ("real", "imaginary", "real-upper-bound")
 """Training data of the default grid: the no-imagination baseline, real + imaginary, and the Real upper bound."""
@@ -84,7 +84,7 @@ class GridSpec:
         envs: environment ids (``CLEVR-v0`` or ``ImagineBench/CLEVR-v0``).
         algos: algorithm names (``bc`` picks ``discrete_bc`` on a discrete domain).
         levels: target levels.
-        data: training data settings (:data:`~imaginebench.evaluation.runner.DATA_VARIANTS`).
+        data: training data settings (:data:`~imaginebench.training.DATA_VARIANTS`).
         seeds: run seeds (``None``: the profile's seeds).
         profile: size profile (``None``: ``$IMAGINEBENCH_PROFILE`` or ``small``, resolved when the
             grid is made).

@@ -5,7 +5,7 @@ attempt), submits it as a Ray task, and records the task's outcome (``done`` wit
 or ``failed`` with the error).  No more tasks are in flight than the cluster has room for, so
 ``running`` in the store means running.  Runs the store already has as ``done`` are not
 submitted again, so a grid that was stopped (even killed) resumes where it was: unfinished
-runs continue from their last checkpoint (:func:`imaginebench.evaluation.runner.train`).
+runs continue from their last checkpoint (:func:`imaginebench.training.train`).
 
 Workers must see the driver's data home (a shared folder on a multi-node cluster):
 ``$IMAGINEBENCH_HOME`` and a few other variables travel with every task in its
@@ -83,7 +83,7 @@ def run_one(spec: Any, threads: int = 1, setup: Callable[[], None] | None = None
         import torch
 
         from imaginebench.evaluation.records import RECORD_NAME
-        from imaginebench.evaluation.runner import train
+        from imaginebench.training import train
 
         torch.set_num_threads(max(1, int(threads)))
         result = train(spec, progress=False)

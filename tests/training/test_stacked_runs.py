@@ -6,9 +6,11 @@ import shutil
 
 import pytest
 
-from imaginebench.evaluation import RunSpec, run_dir, stable_view
-from imaginebench.evaluation.runner import CHECKPOINT_NAME, train_seeds
-from tests.evaluation.test_runner import SMALL, Stop, toy_data  # noqa: F401  (toy_data: fixture)
+from imaginebench.evaluation import stable_view
+from imaginebench.training import RunSpec, run_dir
+from imaginebench.run_folder import CHECKPOINT_NAME
+from imaginebench.training import train_seeds
+from tests.training.test_runner import SMALL, Stop, toy_data  # noqa: F401  (toy_data: fixture)
 
 
 def comparable(record: dict) -> dict:

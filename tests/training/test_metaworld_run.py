@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from imaginebench.envs.registry import is_available
-from imaginebench.evaluation import RunSpec, train
+from imaginebench.training import RunSpec, train
 from tests.algos.helpers import HASH_ENCODER
 
 pytestmark = pytest.mark.skipif(not is_available("MetaWorld-v0"), reason="needs imaginebench[metaworld]")

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from imaginebench.evaluation import RunSpec, eval_seed, stable_view, train
+from imaginebench.evaluation import eval_seed, stable_view
+from imaginebench.training import RunSpec, train
 from imaginebench.evaluation.protocol import Evaluator, last_checkpoints_mean
-from imaginebench.evaluation.runner import CHECKPOINT_NAME, MODEL_NAME
+from imaginebench.run_folder import CHECKPOINT_NAME, MODEL_NAME
 from tests.algos.helpers import HASH_ENCODER, HashEncoder, build_toy_data, save_imaginary
 
 SMALL = dict(profile="tiny", encoder=HASH_ENCODER, train_steps=40, checkpoint_every=10, eval_episodes_per_task=2,
@@ -75,7 +76,7 @@ def test_killed_run_resumes_from_its_checkpoint_and_finished_run_is_skipped(toy_
 
     with pytest.raises(Stop):
         train(spec, progress=False, on_checkpoint=kill_after_second)
-    from imaginebench.evaluation import run_dir
+    from imaginebench.training import run_dir
 
     assert (run_dir(spec) / CHECKPOINT_NAME).exists() and not (run_dir(spec) / "record.json").exists()
     seen = []
@@ -155,7 +156,7 @@ def test_settings_name_the_resolved_encoder(toy_envs):
 def test_a_checkpoint_whose_model_bytes_changed_is_refused(toy_data):
     import torch
 
-    from imaginebench.evaluation import run_dir
+    from imaginebench.training import run_dir
 
     spec = RunSpec("Toy-v0", "discrete_bc", seed=3, **SMALL)
 
@@ -206,12 +207,12 @@ def test_a_checkpoint_made_with_other_algorithm_values_is_not_resumed(toy_data):
     spec = RunSpec("Toy-v0", "discrete_cql", level="easy", seed=1, **SMALL)
     with pytest.raises(Stop):
         train(spec, progress=False, on_checkpoint=lambda step, entry: (_ for _ in ()).throw(Stop()))
-    from imaginebench.evaluation import run_dir
+    from imaginebench.training import run_dir
 
     path = run_dir(spec) / CHECKPOINT_NAME
     state = torch.load(path, weights_only=True)
-    assert state["settings"]["algorithm"]["alpha"] == 1.0
-    state["settings"]["algorithm"]["alpha"] = 4.0
+    assert state["settings"]["algorithm alpha"] == 1.0
+    state["settings"]["algorithm alpha"] = 4.0
     torch.save(state, path)
     with pytest.raises(ValueError, match="algorithm alpha 4.0 there vs 1.0 now"):
         train(spec, progress=False)
@@ -221,7 +222,7 @@ def test_training_leaves_the_threads_float_mode_as_it_found_it(toy_data):
     """Gradient steps flush denormals (speed); the caller's process keeps its IEEE behaviour."""
     import torch
 
-    from imaginebench.evaluation.runner import flushed_denormals
+    from imaginebench.training import flushed_denormals
 
     assert float(torch.tensor([1e-40], dtype=torch.float32)[0]) != 0.0
     with flushed_denormals():
