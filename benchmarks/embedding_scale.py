@@ -46,7 +46,7 @@ def measure_norms(backbone: str, layers: int | None, lora: bool, real: Any, matc
     import torch
 
     from imaginebench.imagination.backbones import load_backbone
-    from imaginebench.imagination.finetune import data_spec
+    from imaginebench.imagination.lm_training import data_spec
     from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM
 
     state_dim, discrete, action_dim = data_spec(real)
@@ -80,14 +80,14 @@ def measure_norms(backbone: str, layers: int | None, lora: bool, real: Any, matc
 def train_once(backbone: str, layers: int | None, lora: bool, real: Any, match: bool, seed: int, steps: int,
                batch_size: int, work: Path) -> dict:
     """Fine-tune for ``steps`` steps and return the final validation losses."""
-    from imaginebench.imagination.finetune import TrainConfig, finetune, val_score
+    from imaginebench.imagination.lm_training import TrainConfig, train_rollout_model, val_score
     from imaginebench.imagination.model import ModelConfig
 
     mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=layers, match_embedding_scale=match)
     tcfg = TrainConfig(steps=steps, batch_size=batch_size, eval_every=steps, checkpoint_every=steps, seed=seed,
                        log_every=steps)
     t0 = time.perf_counter()
-    res = finetune(ENV, real, work / f"{backbone}-{match}-{seed}", mcfg, tcfg, progress=False, device="cpu")
+    res = train_rollout_model(ENV, real, work / f"{backbone}-{match}-{seed}", mcfg, tcfg, progress=False, device="cpu")
     return {"val_sum": val_score(res.val_losses), "val": res.val_losses, "train_loss_last": res.train_loss_last,
             "seconds": time.perf_counter() - t0}
 

@@ -47,7 +47,7 @@ def run_one(args: argparse.Namespace) -> dict:
     from imaginebench.data import load_real
     from imaginebench.envs.registry import load_domain
     from imaginebench.imagination.backbones import load_backbone
-    from imaginebench.imagination.finetune import TrainConfig, _episodes, _optimizer, _Sampler, peak_rss_mb
+    from imaginebench.imagination.lm_training import TrainConfig, _episodes, _optimizer, _Sampler, peak_rss_mb
     from imaginebench.imagination.formats import SequenceBuilder, collate
     from imaginebench.imagination.generate import GenerateConfig, imagine, initial_starts
     from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM

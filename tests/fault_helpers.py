@@ -122,7 +122,7 @@ def finetune_lm(out_dir: str, marker: str | None = None, stop: str = "none",
     ``"after-step-5"``: after step 5, between the checkpoints of steps 4 and 6;
     ``"none"``: no stop.
     """
-    from imaginebench.imagination.finetune import finetune
+    from imaginebench.imagination.lm_training import train_rollout_model
     from tests.imagination.test_finetune import ENV, MODEL, _dataset
 
     def stop_after_step_5(done: int) -> None:
@@ -134,7 +134,7 @@ def finetune_lm(out_dir: str, marker: str | None = None, stop: str = "none",
     hook = stop_after_step_5 if stop == "after-step-5" else on_step
     if stop in commits:
         stop_before_rename("checkpoint.json", commits[stop], _marker(marker))
-    return finetune(ENV, _dataset(), out_dir, MODEL, lm_train_config(), progress=False, device="cpu",
+    return train_rollout_model(ENV, _dataset(), out_dir, MODEL, lm_train_config(), progress=False, device="cpu",
                     on_step=hook)
 
 

@@ -142,7 +142,7 @@ def test_windows_begin_at_the_episode_start_for_the_given_share(tiny_model):
 def test_start_window_share_is_checked_and_reaches_the_sampler(tiny_model):
     import pytest
 
-    from imaginebench.imagination.finetune import TrainConfig, _Sampler
+    from imaginebench.imagination.lm_training import TrainConfig, _Sampler
 
     states = np.arange(21 * 10, dtype=np.float32).reshape(21, 10)
     episodes = [("go", states, np.arange(20) % 40, True)]

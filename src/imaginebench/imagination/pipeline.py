@@ -53,13 +53,13 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
           lr: float | None = None, out: str | Path | None = None, overwrite: bool = False, resume: bool = True,
           bf16: bool = False, threads: int | None = None, seed: int = 0, progress: bool = True,
           device: str | None = None, numeric_layers: int | None = None, **train_overrides: Any):
-    """Fine-tune the rollout model on ``env_id``'s real train data; returns a ``FinetuneResult``.
+    """Fine-tune the rollout model on ``env_id``'s real train data; returns a ``RolloutTrainingResult``.
 
     ``numeric_layers``: late entry (``None``: the profile's default, 0: every layer)."""
     from imaginebench.data.hub import load_real
     from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.backbones import check_backbone
-    from imaginebench.imagination.finetune import TrainConfig, finetune
+    from imaginebench.imagination.lm_training import TrainConfig, train_rollout_model
     from imaginebench.imagination.model import ModelConfig
 
     env_id = env_spec(env_id).env_id
@@ -77,8 +77,8 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     settings.update(train_overrides)
     tcfg = TrainConfig(**settings)
     folder = checkpoint_dir(env_id, prof.name, backbone, out, late or 0)
-    return finetune(env_id, real, folder, mcfg, tcfg, profile=prof.name, resume=resume, overwrite=overwrite,
-                    progress=progress, device=resolve_device(device))
+    return train_rollout_model(env_id, real, folder, mcfg, tcfg, profile=prof.name, resume=resume,
+                               overwrite=overwrite, progress=progress, device=resolve_device(device))
 
 
 def generate(env_id: str, profile: str | None = None, level: str | Sequence[str] | None = None,

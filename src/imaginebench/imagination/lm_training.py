@@ -45,6 +45,7 @@ from imaginebench.imagination import checkpoint as ckpt
 from imaginebench.imagination.backbones import check_backbone, load_backbone
 from imaginebench.imagination.formats import TASKS, SequenceBuilder, collate
 from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM, default_device
+from imaginebench.run_folder import check_settings
 
 logger = logging.getLogger("imaginebench.imagination")
 
@@ -136,7 +137,7 @@ class TrainConfig:
 
 
 @dataclass
-class FinetuneResult:
+class RolloutTrainingResult:
     """What a fine-tuning run did (also written to the checkpoint and the log)."""
 
     checkpoint: Path
@@ -301,7 +302,7 @@ def _announce(model: RolloutLM, sampler: _Sampler, cfg: TrainConfig, steps: int,
         tqdm.write(msg)
 
 
-def finetune(
+def train_rollout_model(
     env_id: str,
     real: EpisodeDataset,
     out_dir: Path | str,
@@ -313,7 +314,7 @@ def finetune(
     progress: bool = True,
     device: torch.device | str | None = None,
     on_step: Callable[[int], None] | None = None,
-) -> FinetuneResult:
+) -> RolloutTrainingResult:
     """Fine-tune a rollout model on ``real`` and save it to ``out_dir``.
 
     With ``resume`` (default) an existing compatible checkpoint in ``out_dir`` is continued up
@@ -340,11 +341,11 @@ def finetune(
         raise FileExistsError(f"A checkpoint exists at {out_dir}; resume it (default) or pass --overwrite.")
     if existing and resume and not overwrite:
         meta = ckpt.read_checkpoint_meta(out_dir)
-        if ModelConfig.from_dict(meta["model"]) != mcfg:
-            raise ValueError(f"The checkpoint at {out_dir} was built with {meta['model']}, not {mcfg.to_dict()}; "
-                             "pass --overwrite to start over (or choose another --out).")
-        if meta.get("env_id") != env_id:
-            raise ValueError(f"The checkpoint at {out_dir} is for {meta.get('env_id')}, not {env_id}.")
+        found = {"env_id": meta.get("env_id"), **{f"model {k}": v for k, v in
+                                                    ModelConfig.from_dict(meta["model"]).to_dict().items()}}
+        wanted = {"env_id": env_id, **{f"model {k}": v for k, v in mcfg.to_dict().items()}}
+        check_settings(found, wanted, out_dir, "rollout-model fine-tune",
+                       "Pass --overwrite to start over, or choose another --out so both are kept.")
         model, meta = ckpt.load_checkpoint(out_dir, device=device, which="last")
         resume_state = ckpt.load_resume_state(out_dir, meta)
         start = int(meta.get("step", 0))
@@ -482,7 +483,7 @@ def finetune(
     if steps_run == 0 and not (out_dir / ckpt.META).exists():
         save(start, None)
     steps_done = start + steps_run
-    return FinetuneResult(
+    return RolloutTrainingResult(
         checkpoint=out_dir, steps_done=steps_done, steps_run=steps_run,
         seconds=seconds, steps_per_second=steps_run / seconds if steps_run and seconds > 0 else 0.0,
         peak_rss_mb=peak_rss_mb(), val_losses=val, train_loss_first=first_loss, train_loss_last=last_loss,

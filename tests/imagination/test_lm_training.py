@@ -11,7 +11,7 @@ import torch
 
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.imagination import checkpoint as ckpt
-from imaginebench.imagination.finetune import TrainConfig, _episodes, finetune
+from imaginebench.imagination.lm_training import TrainConfig, _episodes, train_rollout_model
 from imaginebench.imagination.model import ModelConfig
 
 ENV = "CLEVR-v0"
@@ -40,7 +40,7 @@ TRAIN = TrainConfig(steps=8, batch_size=4, warmup_steps=2, eval_every=2, checkpo
 
 
 def _run(folder, tcfg=TRAIN, **kw):
-    return finetune(ENV, _dataset(), folder, MODEL, tcfg, progress=False, device="cpu", **kw)
+    return train_rollout_model(ENV, _dataset(), folder, MODEL, tcfg, progress=False, device="cpu", **kw)
 
 
 def _weights(folder, which=None):
@@ -135,3 +135,17 @@ def test_early_stopping_stops_and_keeps_the_best_weights(tmp_path):
     meta = ckpt.read_checkpoint_meta(tmp_path / "es")
     names = {p.name for p in (tmp_path / "es").iterdir()}
     assert names == {ckpt.META, ckpt.LOG, meta["files"]["weights"], meta["files"]["optimizer"]}
+
+
+def test_a_checkpoint_of_another_model_or_domain_is_refused_as_every_run_folder_refuses(tmp_path):
+    """The same error (and exit code) as an offline run or an online fine-tune with other settings."""
+    from imaginebench.run_folder import SettingsClash
+
+    _run(tmp_path / "ckpt", replace(TRAIN, steps=2, eval_every=2, checkpoint_every=2))
+    before = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
+    other = replace(MODEL, residual_states=not MODEL.residual_states)
+    with pytest.raises(SettingsClash, match=r"other settings \(model residual_states .* there vs .* now\).*--overwrite"):
+        train_rollout_model(ENV, _dataset(), tmp_path / "ckpt", other, TRAIN, progress=False, device="cpu")
+    with pytest.raises(SettingsClash, match=r"env_id 'CLEVR-v0' there vs 'BabyAI-v0' now"):
+        train_rollout_model("BabyAI-v0", _dataset(), tmp_path / "ckpt", MODEL, TRAIN, progress=False, device="cpu")
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == before  # nothing written, nothing lost
