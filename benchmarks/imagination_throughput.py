@@ -49,7 +49,7 @@ def run_one(args: argparse.Namespace) -> dict:
     from imaginebench.imagination.backbones import load_backbone
     from imaginebench.imagination.lm_training import TrainConfig, _episodes, _optimizer, _Sampler, peak_rss_mb
     from imaginebench.imagination.formats import SequenceBuilder, collate
-    from imaginebench.imagination.generate import GenerateConfig, imagine, initial_starts
+    from imaginebench.imagination.decoding import GenerateConfig, imagine, initial_starts
     from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM
 
     torch.set_num_threads(args.threads)

@@ -42,7 +42,7 @@ def main() -> None:
 
     from imaginebench.envs.registry import load_domain
     from imaginebench.imagination.checkpoint import load_checkpoint
-    from imaginebench.imagination.generate import GenerateConfig, imagine, initial_starts
+    from imaginebench.imagination.decoding import GenerateConfig, imagine, initial_starts
 
     torch.set_num_threads(args.threads)
     report = Report(__file__, args.json)

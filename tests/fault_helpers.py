@@ -105,9 +105,9 @@ def collect_dataset(seed: int, stop: str = "none", marker: str | None = None, ex
 
 
 def lm_train_config() -> Any:
-    """The fine-tuning of ``tests.imagination.test_finetune`` (8 steps, validation every 2), with a
+    """The fine-tuning of ``tests.imagination.test_lm_training`` (8 steps, validation every 2), with a
     checkpoint every 2 steps and one torch thread (same numbers in every process)."""
-    from tests.imagination.test_finetune import TRAIN
+    from tests.imagination.test_lm_training import TRAIN
 
     return replace(TRAIN, checkpoint_every=2, threads=1)
 
@@ -123,7 +123,7 @@ def finetune_lm(out_dir: str, marker: str | None = None, stop: str = "none",
     ``"none"``: no stop.
     """
     from imaginebench.imagination.lm_training import train_rollout_model
-    from tests.imagination.test_finetune import ENV, MODEL, _dataset
+    from tests.imagination.test_lm_training import ENV, MODEL, _dataset
 
     def stop_after_step_5(done: int) -> None:
         if done == 5:
@@ -144,7 +144,8 @@ def greedy_imaginary_dataset(checkpoint: str) -> str:
     import torch
 
     from imaginebench.imagination.checkpoint import load_checkpoint
-    from imaginebench.imagination.generate import GenerateConfig, generate_level
+    from imaginebench.imagination.decoding import GenerateConfig
+    from imaginebench.imagination.generate import generate_level
 
     torch.set_num_threads(1)
     model, meta = load_checkpoint(Path(checkpoint), device="cpu")

@@ -235,7 +235,7 @@ def _same_state(a: Any, b: Any) -> bool:
 def test_lm_finetuning_killed_at_its_commit_point_and_between_checkpoints_resumes_to_the_straight_weights(
         data_home, tmp_path, straight_lm, one_torch_thread):
     from imaginebench.imagination import checkpoint as ckpt
-    from tests.imagination.test_finetune import _val_log, _weights
+    from tests.imagination.test_lm_training import _val_log, _weights
 
     straight, snapshots = straight_lm
     folder = tmp_path / "checkpoint"
@@ -279,7 +279,7 @@ def test_lm_finetuning_killed_at_its_commit_point_and_between_checkpoints_resume
 def test_lm_finetuning_killed_before_its_first_checkpoint_restarts_with_each_step_logged_once(
         data_home, tmp_path, straight_lm, one_torch_thread):
     from imaginebench.imagination import checkpoint as ckpt
-    from tests.imagination.test_finetune import _val_log, _weights
+    from tests.imagination.test_lm_training import _val_log, _weights
 
     straight, _ = straight_lm
     folder = tmp_path / "checkpoint"
@@ -302,7 +302,7 @@ def test_greedy_generation_is_identical_across_processes_and_sampling_seeds(
 
     from imaginebench.envs.registry import load_domain
     from imaginebench.imagination.checkpoint import load_checkpoint
-    from imaginebench.imagination.generate import GenerateConfig, imagine_batch, initial_starts
+    from imaginebench.imagination.decoding import GenerateConfig, imagine_batch, initial_starts
 
     checkpoint = straight_lm[0]
     run_to_end("greedy_imaginary_dataset", tmp_path / "home_a", tmp_path / "log", checkpoint=str(checkpoint))

@@ -11,8 +11,10 @@ pytest.importorskip("mujoco")
 
 from imaginebench.domains.env_base import InstructionEnv  # noqa: E402
 from imaginebench.envs.registry import load_domain  # noqa: E402
-from imaginebench.imagination import generate as gen  # noqa: E402
-from imaginebench.imagination.generate import GenerateConfig, StartSampler, best_of_n, honest_ok, task_quotas  # noqa: E402
+from imaginebench.imagination import best_of_n as bon  # noqa: E402
+from imaginebench.imagination.best_of_n import best_of_n, task_quotas  # noqa: E402
+from imaginebench.imagination.decoding import GenerateConfig, StartSampler  # noqa: E402
+from imaginebench.imagination.filters import honest_ok  # noqa: E402
 
 from .conftest import make_model  # noqa: E402
 
@@ -20,7 +22,7 @@ ENV = "CLEVR-v0"
 
 
 def _run(monkeypatch, verdict, quotas_n=4, budget=3.0, level="hard"):
-    monkeypatch.setattr(gen, "honest_ok", lambda domain, ep: verdict(ep))
+    monkeypatch.setattr(bon, "honest_ok", lambda domain, ep: verdict(ep))
     domain = load_domain(ENV)
     sampler = StartSampler(ENV, level, seed=5)
     try:
@@ -128,7 +130,7 @@ def test_a_level_killed_mid_way_resumes_to_the_same_dataset(tmp_path, monkeypatc
 
     def run(store, kill_after=None):
         seen["n"] = 0
-        monkeypatch.setattr(gen, "honest_ok", lambda d, ep: every_third(ep))
+        monkeypatch.setattr(bon, "honest_ok", lambda d, ep: every_third(ep))
         sampler = StartSampler(ENV, "hard", seed=5)
         try:
             quotas = task_quotas(sampler.task_names[:2], 4)
@@ -146,18 +148,18 @@ def test_a_level_killed_mid_way_resumes_to_the_same_dataset(tmp_path, monkeypatc
             sampler.close()
 
     settings = {"level": "hard", "seed": 5}
-    whole = run(gen.RoundStore(tmp_path / "whole.partial", settings))
+    whole = run(bon.RoundStore(tmp_path / "whole.partial", settings))
     assert len(json_rounds(tmp_path / "whole.partial")) >= 2  # so a kill after round 1 is mid-way
-    store = gen.RoundStore(tmp_path / "x.partial", settings)
+    store = bon.RoundStore(tmp_path / "x.partial", settings)
     with pytest.raises(_Killed):
         run(store, kill_after=1)
     assert (tmp_path / "x.partial" / "state.json").exists()
     # the keep test is stateful here (every third call): a resumed run replays the saved flags and
     # goes on counting from where the killed one stopped
-    resumed_store = gen.RoundStore(tmp_path / "x.partial", settings)
+    resumed_store = bon.RoundStore(tmp_path / "x.partial", settings)
     calls_before = sum(r["candidates"] for r in json_rounds(tmp_path / "x.partial"))
     seen["n"] = calls_before
-    monkeypatch.setattr(gen, "honest_ok", lambda d, ep: every_third(ep))
+    monkeypatch.setattr(bon, "honest_ok", lambda d, ep: every_third(ep))
     sampler = StartSampler(ENV, "hard", seed=5)
     try:
         quotas = task_quotas(sampler.task_names[:2], 4)
@@ -172,7 +174,7 @@ def test_a_level_killed_mid_way_resumes_to_the_same_dataset(tmp_path, monkeypatc
         np.testing.assert_array_equal(a.actions, b.actions)
         np.testing.assert_allclose(a.states, b.states, atol=1e-6)
     with pytest.raises(Exception, match="other settings"):
-        gen.RoundStore(tmp_path / "x.partial", {"level": "easy", "seed": 5}).load()
+        bon.RoundStore(tmp_path / "x.partial", {"level": "easy", "seed": 5}).load()
 
 
 def json_rounds(folder):

@@ -8,7 +8,7 @@ import torch
 
 from imaginebench.imagination.backbones import load_backbone
 from imaginebench.imagination.formats import STATE, ACTION, SequenceBuilder, collate
-from imaginebench.imagination.generate import GenerateConfig, imagine_batch, initial_starts
+from imaginebench.imagination.decoding import GenerateConfig, imagine_batch, initial_starts
 from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM
 
 from .conftest import N_ACTIONS, STATE_DIM

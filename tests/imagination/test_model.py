@@ -8,7 +8,7 @@ import torch
 
 from imaginebench.imagination import checkpoint as ckpt
 from imaginebench.imagination.formats import SequenceBuilder, collate
-from imaginebench.imagination.generate import GenerateConfig, imagine_batch, initial_starts
+from imaginebench.imagination.decoding import GenerateConfig, imagine_batch, initial_starts
 from imaginebench.imagination.model import Normaliser
 
 from .conftest import make_model
@@ -166,7 +166,7 @@ class _PointDomain:
 def test_continuous_actions_train_and_generate():
     from imaginebench.domains.base import Task
     from imaginebench.imagination.backbones import load_backbone
-    from imaginebench.imagination.generate import Start
+    from imaginebench.imagination.decoding import Start
     from imaginebench.imagination.model import ModelConfig, RolloutLM
 
     rng = np.random.default_rng(0)

@@ -60,9 +60,9 @@ def test_train_generate_quality_and_load(real_data, data_home, monkeypatch):
 
     # A tiny random model rarely reaches a goal: let every non-empty rollout pass the honest filter
     # here (the filter itself is tested in test_best_of_n.py).
-    from imaginebench.imagination import generate as gen
+    from imaginebench.imagination import best_of_n as bon
 
-    monkeypatch.setattr(gen, "honest_ok", lambda domain, ep: len(ep) > 0)
+    monkeypatch.setattr(bon, "honest_ok", lambda domain, ep: len(ep) > 0)
     results = pipeline.generate(ENV, "tiny", backbone="tiny", episodes=6, batch_size=4, max_steps=12,
                                 progress=False)
     assert [r.level for r in results] == ["rephrase", "easy", "hard"]

@@ -97,7 +97,8 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
 
     from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.checkpoint import load_checkpoint, train_command
-    from imaginebench.imagination.generate import GenerateConfig, generate_level
+    from imaginebench.imagination.decoding import GenerateConfig
+    from imaginebench.imagination.generate import generate_level
 
     env_id = env_spec(env_id).env_id
     prof = get_profile(profile)
