@@ -3,33 +3,48 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
 from imaginebench.cli.common import app, friendly
 from imaginebench.errors import UsageError
 
-experts_app = typer.Typer(help="Trained experts (HalfCheetah-v0): train them, list what ships.",
+experts_app = typer.Typer(help="Experts that are learned policies, not scripts: train them, list what ships.",
                           no_args_is_help=True)
 app.add_typer(experts_app, name="experts")
 
-TRAINED = ("HalfCheetah-v0",)
-"""Domains whose experts are trained policies (the others' experts are scripted)."""
+
+def trained_domains() -> list[str]:
+    """Env ids whose domain card names trained experts (read from the cards, no simulator)."""
+    from imaginebench.envs.registry import ENV_IDS, domain_class
+
+    found = []
+    for env_id in ENV_IDS:
+        try:
+            if getattr(domain_class(env_id), "trained_experts", None) is not None:
+                found.append(env_id)
+        except ImportError:  # a domain whose extra is missing cannot be asked
+            continue
+    return found
 
 
-def _check_env(env: str) -> None:
-    from imaginebench.envs.registry import env_spec
+def _experts(env: str) -> Any:
+    from imaginebench.domains.base import trained_experts_of
+    from imaginebench.envs.registry import domain_class, env_spec
 
     spec = env_spec(env)
-    if spec.env_id not in TRAINED:
-        raise UsageError(f"{spec.env_id}'s expert is scripted, nothing to train; trained experts: {', '.join(TRAINED)}.")
+    experts = trained_experts_of(domain_class(spec.env_id))
+    if experts is None:
+        raise UsageError(f"{spec.env_id}'s expert is scripted, nothing to train; trained experts: "
+                         f"{', '.join(trained_domains()) or 'none'}.")
+    return experts
 
 
 @experts_app.command("train")
 @friendly
 def train(
-    env: str = typer.Option(..., "--env", help="Environment id (HalfCheetah-v0)."),
+    env: str = typer.Option(..., "--env", help="Environment id of a domain with trained experts."),
     task: Optional[List[str]] = typer.Option(None, "--task", help="Expert policies to train (repeatable; default all)."),
     steps: Optional[int] = typer.Option(None, "--steps",
                                         help="Environment steps of online SAC per policy (default: what each shipped expert used)."),
@@ -39,16 +54,14 @@ def train(
     eval_episodes: int = typer.Option(20, "--eval-episodes", help="Episodes of the final success check."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
-    """Train experts online with d3rlpy's SAC and store their weights (safetensors)."""
-    _check_env(env)
-    from imaginebench.domains.halfcheetah.expert import POLICIES, policy_path
-    from imaginebench.domains.halfcheetah.training import TRAIN_STEPS, TrainSettings, train_expert
+    """Train experts online and store their weights (safetensors)."""
+    experts = _experts(env)
     from imaginebench.errors import choice_error
 
-    policies = list(task or POLICIES)
+    policies = list(task or experts.policies)
     for name in policies:
-        if name not in POLICIES:
-            raise choice_error("HalfCheetah-v0 expert policy", name, POLICIES)
+        if name not in experts.policies:
+            raise choice_error(f"{experts.env_id} expert policy", name, experts.policies)
     if steps is not None and steps <= 0:
         raise UsageError(f"--steps must be positive, got {steps}.")
     from imaginebench import limits
@@ -57,25 +70,20 @@ def train(
     if steps is not None and steps < 5:  # the random warm-up takes a fifth of the steps; SAC needs at least one
         raise UsageError(f"--steps must be at least 5 (a fifth of them are random warm-up steps), got {steps}.")
     for name in policies:
-        n = steps or TRAIN_STEPS[name]
-        settings = TrainSettings(steps=n, random_steps=min(5_000, n // 5), seed=seed)
-        out = (out_dir / f"{name}.safetensors") if out_dir else policy_path(name)
-        meta = train_expert(name, settings, out=out, eval_episodes=eval_episodes, progress=progress)
+        out = (out_dir / f"{name}.safetensors") if out_dir else experts.path(name)
+        meta = experts.train(name, steps, seed, out, eval_episodes, progress)
         typer.echo(f"{name}: {meta['evaluation']} in {meta['train_seconds']} s -> {out}")
 
 
 @experts_app.command("list")
 @friendly
-def list_experts(env: str = typer.Option(..., "--env", help="Environment id (HalfCheetah-v0).")) -> None:
+def list_experts(env: str = typer.Option(..., "--env", help="Environment id of a domain with trained experts.")) -> None:
     """The trained experts that ship, with their training settings and measured success."""
-    _check_env(env)
-    from imaginebench.domains.halfcheetah.expert import POLICIES, MLPPolicy, policy_path
-
-    for name in POLICIES:
-        path = policy_path(name)
-        if not path.exists():
-            typer.echo(f"{name}: missing (imaginebench experts train --env {env} --task {name})")
+    experts = _experts(env)
+    for name in experts.policies:
+        if not experts.path(name).exists():
+            typer.echo(f"{name}: missing (imaginebench experts train --env {experts.env_id} --task {name})")
             continue
-        info = MLPPolicy.load(path).info
+        info = experts.info(name)
         typer.echo(f"{name}: {info.get('evaluation')} settings {info.get('settings')} "
                    f"({info.get('train_seconds')} s)")

@@ -141,6 +141,39 @@ def per_task_cache(build: Callable[[Task], T], size: int = 4096) -> Callable[[Ta
     return cached
 
 
+@dataclass(frozen=True)
+class TrainedExperts:
+    """A domain's learned expert policies, for ``imaginebench experts``.
+
+    Attributes:
+        env_id: the domain's env id.
+        policies: the policy names (usually task names).
+        default_steps: environment steps each shipped policy was trained for.
+        path: ``policy -> file`` the expert loads.
+        train: ``(policy, steps, seed, out, eval_episodes, progress) -> metadata`` trains one
+            policy and writes it (``out`` ``None``: :attr:`path`).
+        info: ``policy -> metadata`` of a shipped file (training settings, measured success).
+    """
+
+    env_id: str
+    policies: tuple[str, ...]
+    default_steps: Mapping[str, int]
+    path: Callable[[str], Any]
+    train: Callable[..., dict[str, Any]]
+    info: Callable[[str], dict[str, Any]]
+
+
+def trained_experts_of(domain_cls: Any) -> TrainedExperts | None:
+    """The :class:`TrainedExperts` a domain class's card names, or ``None`` (scripted expert)."""
+    import importlib
+
+    entry = getattr(domain_cls, "trained_experts", None)
+    if entry is None:
+        return None
+    module_name, attr = entry.split(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
 class Domain(abc.ABC):
     """A domain: its state layout, its tasks per level and its pure state functions.
 
@@ -173,6 +206,10 @@ class Domain(abc.ABC):
     paper_quality: ClassVar[Mapping[str, tuple[float, float, float]]] = MappingProxyType({})
     """The original paper's quality of its imagined rollouts per novel level (consistency,
     transition, legality), shown beside ours in the report; empty where it published none."""
+    trained_experts: ClassVar[str | None] = None
+    """``"module:attribute"`` of the domain's :class:`TrainedExperts` when its expert is made of
+    learned policies (``imaginebench experts`` trains and lists them); ``None``: a scripted expert.
+    Imported only when asked for, so the card stays free of training code."""
 
     def __init__(self) -> None:
         built = self._build_tasks()

@@ -28,6 +28,7 @@ import numpy as np
 
 from imaginebench.domains.halfcheetah import physics as P
 from imaginebench.domains.halfcheetah import success as S
+from imaginebench.domains.base import TrainedExperts
 from imaginebench.domains.halfcheetah.expert import POLICIES, MLPPolicy, policy_path
 
 RUN_TARGET_SPEED = 2.0
@@ -189,3 +190,19 @@ def _save(tensors: dict[str, np.ndarray], metadata: dict[str, str], path: Path) 
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata=metadata)
     tmp.replace(path)
+
+
+def _train_for_cli(policy: str, steps: int | None, seed: int, out: Path | None, eval_episodes: int,
+                   progress: bool) -> dict[str, Any]:
+    n = steps or TRAIN_STEPS[policy]
+    settings = TrainSettings(steps=n, random_steps=min(5_000, n // 5), seed=seed)
+    return train_expert(policy, settings, out=out, eval_episodes=eval_episodes, progress=progress)
+
+
+def _info(policy: str) -> dict[str, Any]:
+    return MLPPolicy.load(policy_path(policy)).info
+
+
+EXPERTS = TrainedExperts(env_id="HalfCheetah-v0", policies=POLICIES, default_steps=TRAIN_STEPS, path=policy_path,
+                         train=_train_for_cli, info=_info)
+"""What ``imaginebench experts`` trains and lists for this domain (the card's ``trained_experts``)."""
