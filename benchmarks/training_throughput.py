@@ -32,9 +32,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
+from imaginebench.algos.encoders import shortcuts
 from imaginebench.algos.factory import build_algorithm
 from imaginebench.algos.registry import algorithm_names, get_spec
-from imaginebench.algos.sampler import MixedReplaySource, fast_update, to_d3rlpy_buffer
+from imaginebench.algos.sampler import MixedReplaySource, to_d3rlpy_buffer
 from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.benchmarking import ACTION_DIM, EMBED_DIM, STATE_DIM, Report, add_json_argument, synthetic
@@ -136,19 +137,22 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu:0")
     parser.add_argument("--no-d3rlpy", action="store_true", help="skip the plain d3rlpy column")
+    parser.add_argument("--embed-dim", type=int, default=EMBED_DIM,
+                        help="instruction embedding width (384: CLEVR/BabyAI's; 1152: Meta-World/HalfCheetah's)")
     add_json_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     report = Report(__file__, args.json)
     dev, batch = args.device, args.batch_size
-    obs = STATE_DIM + EMBED_DIM
+    embed_dim = args.embed_dim
+    obs = STATE_DIM + embed_dim
     where = torch.cuda.get_device_name() if dev.startswith("cuda") else f"CPU, {args.threads} thread(s)"
 
     data = {}
     for discrete in (False, True):
         real, imaginary = synthetic(args.episodes, discrete, seed=0), synthetic(args.episodes, discrete, seed=1)
         rng = np.random.default_rng(2)
-        vectors = {s: rng.normal(size=EMBED_DIM).astype(np.float32) for s in real.instructions + imaginary.instructions}
+        vectors = {s: rng.normal(size=embed_dim).astype(np.float32) for s in real.instructions + imaginary.instructions}
         source = MixedReplaySource({"real": real, "imaginary": imaginary}, {"real": 0.5, "imaginary": 0.5},
                                    embeddings=vectors, seed=0)
         plain = None if args.no_d3rlpy else to_d3rlpy_buffer(EpisodeDataset.concatenate([real, imaginary]),
@@ -156,10 +160,11 @@ def main() -> None:
         data[discrete] = (source, plain)
 
     seed_columns = [f"S={s}/seed" for s in args.seeds]
-    steps = report.table(f"Gradient steps/s, {where}; batch {batch}, obs {STATE_DIM}+{EMBED_DIM}, 2x256 MLPs, "
-                         f"~{args.seconds:g} s per measurement",
-                         ["algorithm", "d3rlpy", "ours S=1", "ratio", *seed_columns, "engine"],
-                         {"d3rlpy": "{:.1f}", "ours S=1": "{:.1f}", "ratio": "{:.2f}x",
+    steps = report.table(f"Gradient steps/s, {where}; batch {batch}, obs {STATE_DIM}+{embed_dim}, 2x256 MLPs, "
+                         f"~{args.seconds:g} s per measurement. d3rlpy: its buffer and update, the plain encoder "
+                         f"(no shortcut); ours S=1 w/o split: ours without the per-phrasing first layer",
+                         ["algorithm", "d3rlpy", "ours S=1", "ratio", "ours S=1 w/o split", *seed_columns, "engine"],
+                         {"d3rlpy": "{:.1f}", "ours S=1": "{:.1f}", "ratio": "{:.2f}x", "ours S=1 w/o split": "{:.1f}",
                           **dict.fromkeys(seed_columns, "{:.1f}")})
     bc_rates: dict[int, float] = {}
     roofline: list[tuple[str, float, float, float, float, float]] = []
@@ -176,8 +181,9 @@ def main() -> None:
         if plain is not None:
             algo = build(0)
             sample = functools.partial(plain.sample_transition_batch, batch)
-            theirs = rate(lambda: algo.update(sample()), args.seconds, dev)
-            their_flops = matmul_flops(lambda: algo.update(sample()))
+            with shortcuts(repeats=False, phrasings=False):
+                theirs = rate(lambda: algo.update(sample()), args.seconds, dev)
+                their_flops = matmul_flops(lambda: algo.update(sample()))
         stacked = type(build(0)).__name__ in STACKED
         per_seed = {}
         if stacked:
@@ -197,19 +203,23 @@ def main() -> None:
             sampler = StackedSampler(source, [np.random.default_rng(0)], dev, trainer.config.observation_scaler)
             our_flops = matmul_flops(lambda: trainer.step(sampler.sample(batch)))
             bound = matmul_bound(lambda: trainer.step(sampler.sample(batch)), args.seconds, dev)
-        else:
+        unsplit = None
+        if not stacked:  # the runner's own update (config.update: returns-to-go where the algorithm needs them)
             algo = build(0)
-            ours = rate(lambda: fast_update(algo, source.sample_transition_batch(batch)), args.seconds, dev)
-            our_flops = matmul_flops(lambda: fast_update(algo, source.sample_transition_batch(batch)))
-            bound = matmul_bound(lambda: fast_update(algo, source.sample_transition_batch(batch)), args.seconds, dev)
+            with shortcuts(repeats=True, phrasings=False):
+                unsplit = rate(lambda: config.update(algo, source, batch), args.seconds, dev)
+            algo = build(0)
+            ours = rate(lambda: config.update(algo, source, batch), args.seconds, dev)
+            our_flops = matmul_flops(lambda: config.update(algo, source, batch))
+            bound = matmul_bound(lambda: config.update(algo, source, batch), args.seconds, dev)
         if plain is not None:
             roofline.append((name, their_flops, our_flops, theirs, ours, bound))
         if name == "bc":
             bc_rates = per_seed
         engine = ("stacked+graph" if dev.startswith("cuda") else "stacked") if stacked else "d3rlpy"
-        steps.add(name, theirs, ours, ours / theirs, *(per_seed.get(s) for s in args.seeds), engine)
+        steps.add(name, theirs, ours, ours / theirs, unsplit, *(per_seed.get(s) for s in args.seeds), engine)
         if stacked and dev.startswith("cuda"):
-            steps.add("(eager S=1)", None, eager, eager / theirs, *(None for _ in args.seeds), None)
+            steps.add("(eager S=1)", None, eager, eager / theirs, None, *(None for _ in args.seeds), None)
 
     ceil = ceilings(dev, args.seconds, 3, batch, obs) if dev.startswith("cpu") else {}
     if roofline:

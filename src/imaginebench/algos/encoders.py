@@ -23,6 +23,14 @@ is unchanged — a row's features, and every gradient, are the same as without t
 only the float rounding of a differently shaped matmul differs (tested in
 ``tests/algos/test_encoders.py``).
 
+The instruction part of the first layer is computed once per distinct phrasing.  The first
+layer is ``W·[s, e] + b = W_s·s + W_e·e + b``, and a batch of ``B`` rows holds far fewer distinct
+embeddings ``e`` than rows (a few dozen phrasings per level; ~93% of a continuous domain's
+input columns are the embedding).  :func:`distinct_instructions` finds them exactly (one
+projection onto a fixed probe vector, ``torch.unique`` on the ``B`` keys, then an exact row
+comparison that falls back to the plain computation on any collision), so ``W_e·e`` runs once
+per phrasing and is gathered back: the same maths with ~``E/(D+E)`` fewer first-layer FLOPs.
+
 The factory is registered with d3rlpy, so a saved ``model.d3`` (d3rlpy's ``save``) restores
 it by name.
 """
@@ -30,8 +38,9 @@ it by name.
 from __future__ import annotations
 
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from imaginebench.algos._d3rlpy import load as _load_d3rlpy
 
@@ -55,6 +64,22 @@ def _mlp(in_units: int, hidden_units: Sequence[int], activation: str) -> nn.Sequ
     return nn.Sequential(*layers)
 
 
+_ENABLED = {"repeats": True, "phrasings": True}
+
+
+@contextmanager
+def shortcuts(repeats: bool = True, phrasings: bool = True) -> Iterator[None]:
+    """Within the block, merge repeated rows (``repeats``) and split the first layer per phrasing
+    (``phrasings``) only where asked — ``shortcuts(False, False)`` is the plain computation (the
+    benchmarks' plain-d3rlpy column).  The maths is the same either way."""
+    before = dict(_ENABLED)
+    _ENABLED.update(repeats=repeats, phrasings=phrasings)
+    try:
+        yield
+    finally:
+        _ENABLED.update(before)
+
+
 _last_runs: dict[str, object] = {}
 """The latest answer of :func:`consecutive_runs`, keyed on the tensor: an ensemble's critics
 all receive the same repeated tensor, which need be scanned once."""
@@ -68,7 +93,7 @@ def consecutive_runs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | Non
     the check is one elementwise comparison, not a sort.  An ``x`` that needs its own gradient
     is never merged (the gradient of each row would land on the first of its run).
     """
-    if x.dim() != 2 or x.shape[0] < 2 or x.requires_grad:
+    if not _ENABLED["repeats"] or x.dim() != 2 or x.shape[0] < 2 or x.requires_grad:
         return None
     key = (x.data_ptr(), x._version, tuple(x.shape), x.stride(), x.dtype, x.device)
     ref = _last_runs.get("tensor")
@@ -86,6 +111,68 @@ def _scan_runs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     if n_distinct > x.shape[0] // 2:  # too few repeats to pay for the gather
         return None
     return x[starts], torch.cumsum(starts, 0) - 1
+
+
+_last_split: dict[str, object] = {}
+"""The latest answer of :func:`distinct_instructions` (an ensemble's critics share inputs)."""
+_PROBES: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
+
+
+def _probe(width: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A fixed vector that maps each embedding to one number (distinct embeddings to distinct
+    numbers, but for a collision that the exact check in :func:`distinct_instructions` catches)."""
+    key = (width, dtype, device)
+    if key not in _PROBES:
+        g = torch.Generator().manual_seed(0x1B)
+        _PROBES[key] = torch.rand(width, generator=g, dtype=torch.float64).add_(0.5).to(dtype=dtype, device=device)
+    return _PROBES[key]
+
+
+def distinct_instructions(x: torch.Tensor, state_dim: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(distinct embeddings, index)`` with ``distinct[index] == x[:, state_dim:]`` exactly, when
+    the rows of ``x`` hold at most half as many distinct embeddings as rows; else ``None``.
+
+    An ``x`` that needs its own gradient is never split (its rows' gradients must stay apart).
+    """
+    if (not _ENABLED["phrasings"] or x.dim() != 2 or x.shape[0] < 2 or x.requires_grad
+            or not 0 < state_dim < x.shape[1]):
+        return None
+    key = (x.data_ptr(), x._version, tuple(x.shape), x.stride(), x.dtype, x.device, state_dim)
+    ref = _last_split.get("tensor")
+    if ref is not None and ref() is x and _last_split.get("key") == key:
+        return _last_split["split"]  # type: ignore[return-value]
+    split = _split_instructions(x[:, state_dim:])
+    _last_split.update(tensor=weakref.ref(x), key=key, split=split)
+    return split
+
+
+def _split_instructions(e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    keys = e @ _probe(e.shape[1], e.dtype, e.device)
+    unique, index = torch.unique(keys, return_inverse=True)
+    if unique.numel() > e.shape[0] // 2:  # too few repeats to pay for the gather
+        return None
+    rows = torch.arange(e.shape[0], device=e.device)
+    first = torch.full((unique.numel(),), e.shape[0], dtype=torch.long, device=e.device)
+    first.scatter_reduce_(0, index, rows, reduce="amin")
+    distinct = e[first]
+    if not torch.equal(distinct[index], e):  # two embeddings shared a key: stay exact
+        return None
+    return distinct, index
+
+
+def _first_layer(trunk: "_InstructionTrunk", first: nn.Linear, x: torch.Tensor, bias: bool = True) -> torch.Tensor:
+    """``first`` applied to the observation part ``trunk(x)`` (the first ``trunk.out_dim`` input
+    columns of ``first``; its action columns are the caller's), the instruction part computed once
+    per distinct embedding."""
+    width = trunk.out_dim
+    b = first.bias if bias else None
+    split = distinct_instructions(x, trunk.state_dim)
+    if split is None:
+        return F.linear(trunk(x), first.weight[:, :width], b)
+    distinct, index = split
+    d = trunk.state_dim
+    embedded = trunk.project(distinct) if trunk.project is not None else distinct
+    return F.linear(x[:, :d], first.weight[:, :d], b) + F.linear(embedded, first.weight[:, d:width])[index]
 
 
 class _InstructionTrunk(nn.Module):
@@ -117,12 +204,17 @@ class InstructionEncoder(Encoder):
         self.trunk = _InstructionTrunk(observation_dim, state_dim, projection)
         self.mlp = _mlp(self.trunk.out_dim, hidden_units, activation)
 
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        if not len(self.mlp):
+            return self.trunk(x)
+        return self.mlp[1:](_first_layer(self.trunk, self.mlp[0], x))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         runs = consecutive_runs(x)
         if runs is None:
-            return self.mlp(self.trunk(x))
+            return self._features(x)
         distinct, index = runs
-        return self.mlp(self.trunk(distinct))[index]
+        return self._features(distinct)[index]
 
 
 class InstructionEncoderWithAction(EncoderWithAction):
@@ -139,15 +231,17 @@ class InstructionEncoderWithAction(EncoderWithAction):
     def forward(self, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         if self.discrete_action:
             action = F.one_hot(action.view(-1).long(), num_classes=self.action_size).float()
+        if not len(self.mlp):
+            return torch.cat([self.trunk(x), action], dim=1)
+        # first layer split as W·[x, a] + b = W_x·x + (W_a·a + b), W_x·x once per distinct row
+        first: nn.Linear = self.mlp[0]
         runs = consecutive_runs(x)
         if runs is None:
-            return self.mlp(torch.cat([self.trunk(x), action], dim=1))
-        # first layer split as W·[x, a] + b = W_x·x + (W_a·a + b), W_x·x once per distinct row
-        distinct, index = runs
-        first: nn.Linear = self.mlp[0]
-        width = self.trunk.out_dim
-        hidden = F.linear(self.trunk(distinct), first.weight[:, :width])[index]
-        hidden = hidden + F.linear(action, first.weight[:, width:], first.bias)
+            hidden = _first_layer(self.trunk, first, x, bias=False)
+        else:
+            distinct, index = runs
+            hidden = _first_layer(self.trunk, first, distinct, bias=False)[index]
+        hidden = hidden + F.linear(action, first.weight[:, self.trunk.out_dim:], first.bias)
         return self.mlp[1:](hidden)
 
 
