@@ -94,3 +94,34 @@ def test_without_ray_the_error_names_the_extra(toy_envs, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     result = runner.invoke(app, BASE)
     assert result.exit_code == 1 and "pip install 'imaginebench[ray]'" in _error_line(result)
+
+
+def test_the_estimate_is_printed_before_the_grid_and_measured_once(toy_envs, data_home, calls, monkeypatch):
+    from imaginebench.sweep import cost
+
+    measured = []
+    real_update, real_eval = cost.measure_update_rate, cost.measure_evaluation
+    monkeypatch.setattr(cost, "measure_update_rate", lambda *a, **k: measured.append("update") or real_update(*a, **k))
+    monkeypatch.setattr(cost, "measure_evaluation", lambda *a, **k: measured.append("eval") or real_eval(*a, **k))
+    args = [*BASE, "--levels", "train,easy", "--data", "real", "--seeds", "0", "1", "--steps", "40",
+            "--checkpoint-every", "10", "--eval-episodes", "1", "--cpus", "2"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "estimated cost: 4 runs, ~" in first.output and " wall on 2 CPUs" in first.output
+    assert measured.count("update") == 1 and measured.count("eval") == 2  # one algorithm; levels train, easy
+    assert runner.invoke(app, args).exit_code == 0
+    assert len(measured) == 3  # the second grid reads the machine's cached rates
+    assert list((data_home / "cost").glob("*.json"))
+    assert "estimated cost" not in runner.invoke(app, [*args, "--no-estimate"]).output
+
+
+def test_a_grids_estimate_adds_up_its_runs(toy_envs, data_home):
+    from imaginebench.sweep.cost import estimate
+    from tests.sweep.helpers import toy_grid
+
+    specs = toy_grid(seeds=(0, 1, 2), levels=("easy",), data=("real",)).expand()
+    whole = estimate(specs)
+    one = estimate(specs[:1])
+    assert whole.runs == 3 and one.runs == 1
+    assert whole.train_s == pytest.approx(3 * one.train_s) and whole.eval_s == pytest.approx(3 * one.eval_s)
+    assert one.train_s > 0 and one.eval_s > 0

@@ -48,6 +48,9 @@ def bench(
     lease: float = typer.Option(60.0, "--lease", help="Seconds another grid's claim on a run stays valid without its "
                                 "heartbeat (a run another grid is running waits for it)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show live progress on stderr."),
+    estimate: bool = typer.Option(True, "--estimate/--no-estimate", help="Print the grid's estimated core-hours "
+                                  "before it starts (update rates and evaluation cost measured on this machine once, "
+                                  "then kept in the data home)."),
 ) -> None:
     """Run the benchmark grid (envs × algos × levels × data × seeds) on Ray, with a results store.
 
@@ -66,11 +69,15 @@ def bench(
     grid = GridSpec(envs=_list(envs), algos=_list(algos), levels=_list(levels), data=_list(data),
                     seeds=_seeds(seeds, list(ctx.args)) if seeds else None, profile=profile, train_steps=steps,
                     checkpoint_every=checkpoint_every, eval_episodes_per_task=eval_episodes)
-    grid.plan()  # unknown names and senseless combinations fail here, before the store is made
+    plan = grid.plan()  # unknown names and senseless combinations fail here, before the store is made
     import_ray()
     check_grid_options(address=address, num_cpus=cpus, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
                        retries=retries, lease_s=lease)
     with ResultsStore(store) as results:
+        if estimate:
+            from imaginebench.sweep.cost import estimate as estimate_cost
+
+            typer.echo(estimate_cost(run.spec for run in plan.runs).describe(cpus), err=True)
         summary = run_grid(grid, results, address=address, num_cpus=cpus, cpus_per_run=cpus_per_run,
                            gpus_per_run=gpus_per_run, retries=retries, progress=progress,
                            lease_s=lease)

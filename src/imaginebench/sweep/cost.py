@@ -1,0 +1,211 @@
+"""What a grid will cost, said before it starts.
+
+A run's cost is its gradient steps over the update rate of its algorithm at its domain's input
+width, plus its checkpoints times the cost of one evaluation (every evaluated level's episodes,
+run to the horizon by an untrained policy: an upper bound).  Both are **measured on this
+machine**: the update rate on random data of the domain's shapes (state, action, the encoder's
+embedding width, a few dozen phrasings) through the runner's own update (the stacked trainer
+with one seed where the algorithm has one, else d3rlpy's through :meth:`AlgoConfig.update`), and
+one evaluation by the protocol's own :class:`~imaginebench.evaluation.Evaluator`.  Measurements
+are kept in ``<data home>/cost/<machine>.json`` (machine = CPU model, torch threads, torch
+version), so a grid pays for them once.
+
+``imaginebench bench`` prints the estimate before it starts (asking nothing);
+``benchmarks/grid_cost.py`` prints it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from imaginebench.training.spec import RunSpec
+
+PHRASINGS = 40
+"""Distinct instructions in the random data (a level's bank holds a few dozen)."""
+
+
+def machine_key() -> str:
+    """CPU model, torch threads and torch version: what the measured rates depend on."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{cpu}-t{torch.get_num_threads()}-torch{torch.__version__}")
+
+
+class RateCache:
+    """Measured rates of this machine, kept as JSON in the data home."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        from imaginebench.config import data_home
+
+        self.path = path or data_home() / "cost" / f"{machine_key()}.json"
+        try:
+            self.values: dict[str, float] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.values = {}
+
+    def get(self, key: str, measure: Callable[[], float]) -> float:
+        if key not in self.values:
+            self.values[key] = float(measure())
+            try:
+                from imaginebench.fileio import write_json
+
+                write_json(self.path, self.values)
+            except OSError:  # an unwritable home only costs a re-measurement next time
+                pass
+        return self.values[key]
+
+
+def _random_data(domain: Any, rng: np.random.Generator, episodes: int = 60):
+    from imaginebench.data.dataset import Episode, EpisodeDataset
+
+    out = []
+    for i in range(episodes):
+        t = int(rng.integers(10, 51))
+        done = np.zeros(t, bool)
+        done[-1] = True
+        actions = (rng.integers(0, domain.action_dim, t) if domain.discrete_actions
+                   else rng.uniform(-1, 1, (t, domain.action_dim)).astype(np.float32))
+        out.append(Episode(task=f"task{i % 4}", instruction=f"phrasing {i % PHRASINGS}",
+                           states=rng.normal(size=(t + 1, domain.state_dim)).astype(np.float32), actions=actions,
+                           rewards=rng.normal(size=t).astype(np.float32), terminals=done,
+                           truncations=np.zeros(t, bool), successes=done.copy()))
+    return EpisodeDataset.from_episodes(out, metadata={"action_dim": domain.action_dim})
+
+
+def _timed(step: Callable[[], Any], seconds: float, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        step()
+    n, start = 0, time.perf_counter()
+    while n < 3 or time.perf_counter() - start < seconds:
+        step()
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0) -> float:
+    """Gradient steps per second of ``spec``'s algorithm on one seed, on random data of its domain's
+    shapes, through the update the runner uses."""
+    import torch
+
+    from imaginebench.algos.factory import build_algorithm
+    from imaginebench.algos.sampler import MixedReplaySource
+    from imaginebench.algos.vectorised import STACKED, trainer_for
+    from imaginebench.algos.vectorised.batches import StackedSampler
+    from imaginebench.training.spec import resolve_run
+
+    resolved = resolve_run(spec)
+    domain = resolved.domain
+    rng = np.random.default_rng(0)
+    data = _random_data(domain, rng)
+    vectors = {text: rng.normal(size=embedding_dim).astype(np.float32) for text in data.instructions}
+    source = MixedReplaySource({"real": data}, embeddings=vectors, seed=0,
+                               action_size=domain.action_dim if domain.discrete_actions else None)
+    config = resolved.algo.default_config(**dict(spec.algo_options))
+    batch = int(config.batch_size or spec.batch)
+    torch.manual_seed(0)
+    algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize)
+    if type(algo).__name__ in STACKED:
+        trainer = trainer_for([algo])
+        sampler = StackedSampler(source, [np.random.default_rng(0)], algo.impl.device, algo.config.observation_scaler)
+        return _timed(lambda: trainer.step(sampler.sample(batch)), seconds)
+    return _timed(lambda: config.update(algo, source, batch), seconds)
+
+
+def measure_evaluation(spec: RunSpec, level: str) -> float:
+    """Seconds of one checkpoint's evaluation of ``level`` by the protocol (``spec``'s episodes per
+    task and seed), with a policy that acts at random: every episode runs to its horizon."""
+    from imaginebench.envs.registry import load_domain
+    from imaginebench.evaluation.protocol import Evaluator
+    from imaginebench.language import get_encoder
+
+    domain = load_domain(spec.env_id)
+    rng = np.random.default_rng(0)
+
+    def act(observations: np.ndarray) -> np.ndarray:
+        n = len(observations)
+        if domain.discrete_actions:
+            return rng.integers(0, domain.action_dim, n)
+        return rng.uniform(-1, 1, (n, domain.action_dim)).astype(np.float32)
+
+    evaluator = Evaluator(domain.env_id, level, spec.episodes_per_task, spec.seed, get_encoder(spec.encoder),
+                          pool=spec.eval_pool)
+    try:
+        start = time.perf_counter()
+        evaluator(act)
+        return time.perf_counter() - start
+    finally:
+        evaluator.close()
+
+
+@dataclass(frozen=True)
+class GridEstimate:
+    """Core-seconds of a grid's runs (one core per run), split into training and evaluation."""
+
+    runs: int
+    train_s: float
+    eval_s: float
+    per_algo: dict[str, float]
+
+    @property
+    def core_hours(self) -> float:
+        return (self.train_s + self.eval_s) / 3600.0
+
+    def describe(self, cpus: int | None = None) -> str:
+        algos = ", ".join(f"{a} {_hours(s)}" for a, s in sorted(self.per_algo.items(), key=lambda kv: -kv[1]))
+        total = self.train_s + self.eval_s
+        wall = f"; ~{_hours(total / cpus)} wall on {cpus} CPUs" if cpus else ""
+        return (f"estimated cost: {self.runs} runs, ~{_hours(total)} of one core (training {_hours(self.train_s)}, "
+                f"evaluation {_hours(self.eval_s)}; by algorithm: {algos}){wall}. Measured on this machine; runs "
+                "already done are skipped, so this is an upper bound.")
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 360 else f"{seconds / 60:.1f} min"
+
+
+def estimate(specs: Iterable[RunSpec], cache: RateCache | None = None, seconds: float = 1.0) -> GridEstimate:
+    """The cost of training ``specs`` one after another on this machine (each on one core)."""
+    from imaginebench.evaluation.protocol import eval_levels
+    from imaginebench.language import get_encoder
+    from imaginebench.training.spec import resolve_run
+
+    cache = cache or RateCache()
+    train_s = eval_s = 0.0
+    per_algo: dict[str, float] = {}
+    dims: dict[str | None, int] = {}
+    count = 0
+    for spec in specs:
+        count += 1
+        resolved = resolve_run(spec)
+        if spec.encoder not in dims:
+            dims[spec.encoder] = int(get_encoder(spec.encoder).dim)
+        dim = dims[spec.encoder]
+        options = json.dumps(dict(spec.algo_options), sort_keys=True, default=str)
+        key = f"update {resolved.env_id} {resolved.algo.name} {spec.batch} {dim} {spec.standardize} {options}"
+        rate = cache.get(key, lambda: measure_update_rate(spec, dim, seconds))
+        run_train = spec.steps / rate
+        checkpoints = -(-spec.steps // spec.every)
+        run_eval = 0.0
+        for level in eval_levels(spec.level):
+            ekey = f"eval {resolved.env_id} {level} {spec.episodes_per_task} {spec.eval_pool}"
+            run_eval += checkpoints * cache.get(ekey, lambda: measure_evaluation(spec, level))
+        train_s += run_train
+        eval_s += run_eval
+        per_algo[resolved.algo.name] = per_algo.get(resolved.algo.name, 0.0) + run_train + run_eval
+    return GridEstimate(count, train_s, eval_s, per_algo)
