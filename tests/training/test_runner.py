@@ -65,6 +65,7 @@ def test_same_seed_gives_the_same_record(toy_data, data_home, tmp_path, monkeypa
     assert first_sources == second_sources
     assert stable_view(first) == stable_view(second)
     assert first["timing"] != {} and "timing" not in stable_view(first)
+    assert first["files"] == second["files"]  # the same weights give the same model.pt, byte for byte
 
 
 def test_killed_run_resumes_from_its_checkpoint_and_finished_run_is_skipped(toy_data):

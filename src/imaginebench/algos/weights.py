@@ -66,8 +66,10 @@ def save_model(algo: Any, path: Path) -> str:
     with buffer.emptied() if buffer is not None else contextlib.nullcontext():
         state = {"format": FORMAT, "d3rlpy": d3rlpy.__version__, "config": config.serialize(),
                  "model": impl_state_bytes(algo.impl)}
+    buf = io.BytesIO()  # not torch.save(state, tmp): the archive would be named after the temporary file,
+    torch.save(state, buf)  # so two identical models would get different bytes (and checksums)
     with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+        tmp.write_bytes(buf.getvalue())
     return file_sha256(path)
 
 
