@@ -16,7 +16,7 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql"]
 OPTIONS: dict = {"discrete_cql": {"target_update_interval": 5}, "discrete_sac": {"target_update_interval": 5},
            # a tight flexibility, so the imitator's mask really removes actions from the max
            "discrete_bcq": {"target_update_interval": 5, "action_flexibility": 0.9}}
@@ -111,7 +111,7 @@ def test_stacked_seeds_equal_each_seed_trained_alone_by_d3rlpy(name):
     assert any(not torch.allclose(first[k], second[k]) for k in first)
 
 
-@pytest.mark.parametrize("name", ["discrete_bc", "td3bc"])
+@pytest.mark.parametrize("name", ["discrete_bc", "td3bc", "cql"])
 def test_a_seed_does_not_depend_on_its_neighbours(name):
     src = source(get_spec(name).discrete)
     _, three = stacked(name, src, [0, 1, 2], steps=8)

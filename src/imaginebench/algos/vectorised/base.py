@@ -166,6 +166,7 @@ class StackedTrainer:
         self._graphs: dict[Any, tuple[Any, dict[str, torch.Tensor]]] = {}
         self._static_idx: torch.Tensor | None = None
         self._static_noise: list[torch.Tensor] = []
+        self._static_kinds: list[str] = []
         self._capturing = False
         self._noise_calls = 0
         self._noise_count: dict[Any, int] = {}
@@ -255,8 +256,9 @@ class StackedTrainer:
             self._graphs[phase] = (graph, out)
         graph, out = self._graphs[phase]
         self._static_idx.copy_(sampler.upload(torch.from_numpy(indices)))
-        for buffer in self._static_noise[: self._noise_count.get(phase, 0)]:
-            buffer.copy_(self._draw(buffer.shape[1:]), non_blocking=True)
+        count = self._noise_count.get(phase, 0)
+        for buffer, kind in zip(self._static_noise[:count], self._static_kinds[:count]):
+            buffer.copy_(self._draw(buffer.shape[1:], kind), non_blocking=True)
         graph.replay()
         self.last_loss = out
         self.grad_step += 1
@@ -353,8 +355,11 @@ class StackedTrainer:
         """The parameters of ``module`` detached from autograd (read by a loss that must not train them)."""
         return {n: self.params[n].detach() for n in self._module_names(module)}
 
-    def _draw(self, shape: Sequence[int]) -> torch.Tensor:
-        return torch.stack([torch.randn(tuple(shape), generator=g) for g in self.generators])
+    def _draw(self, shape: Sequence[int], kind: str = "normal") -> torch.Tensor:
+        if kind == "normal":
+            return torch.stack([torch.randn(tuple(shape), generator=g) for g in self.generators])
+        # uniform on [-1, 1), drawn as d3rlpy draws it (``zeros(shape).uniform_(-1, 1)``)
+        return torch.stack([torch.empty(tuple(shape)).uniform_(-1.0, 1.0, generator=g) for g in self.generators])
 
     def randn(self, shape: Sequence[int]) -> torch.Tensor:
         """``(S, *shape)`` standard normal draws, row s from seed s's (CPU) generator.
@@ -363,6 +368,13 @@ class StackedTrainer:
         what d3rlpy draws from the global generator in a lone CPU run.  Under CUDA-graph capture
         it returns a static buffer that :meth:`graph_step` refills before each replay.
         """
+        return self._noise(shape, "normal")
+
+    def rand_symmetric(self, shape: Sequence[int]) -> torch.Tensor:
+        """``(S, *shape)`` uniform draws on [-1, 1), row s from seed s's generator (as :meth:`randn`)."""
+        return self._noise(shape, "uniform")
+
+    def _noise(self, shape: Sequence[int], kind: str) -> torch.Tensor:
         i = self._noise_calls
         self._noise_calls += 1
         if self._capturing:
@@ -374,4 +386,5 @@ class StackedTrainer:
         if self.device.type == "cuda" and i == len(self._static_noise):
             # sized here, outside any capture: memory allocated during capture belongs to the graph
             self._static_noise.append(torch.empty((self.n, *shape), device=self.device))
-        return self._draw(shape).to(self.device, non_blocking=True)
+            self._static_kinds.append(kind)
+        return self._draw(shape, kind).to(self.device, non_blocking=True)

@@ -1,0 +1,148 @@
+"""Conservative Q-learning (continuous), stacked over seeds (Kumar et al., "Conservative
+Q-Learning for Offline Reinforcement Learning", NeurIPS 2020).
+
+Reproduces d3rlpy's ``CQLImpl`` (a SAC actor with a tanh-squashed Gaussian policy), step for
+step and draw for draw of each seed's generator:
+
+1. critic target ``r + γ·(1 − terminal)·min_i Q'_i(s', tanh μ(s'))`` (d3rlpy's default
+   deterministic backup);
+2. the conservative term per critic, ``w·(mean_b logsumexp[Q(s, a~π(s)) − log π, Q(s, a~π(s')) −
+   log π, Q(s, a~U(−1, 1)) − log 0.5^|A|] − mean_b Q(s, a_data) − threshold)`` with ``n`` samples of
+   each (policy samples detached);
+3. the Lagrange multiplier ``α = exp(log α)`` steps on ``−α·conservative`` (if it learns), then the
+   critics minimise the TD error (summed over the ensemble) ``+ Σ_i α·conservative_i`` with the
+   updated ``α``;
+4. the temperature ``T`` steps on ``−T·(log π + |A|)`` (if it learns), then the actor minimises
+   ``mean(T·log π(a|s) − min_i Q_i(s, a))`` with one reparameterised sample and the updated ``T``;
+5. soft target update of the critics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from imaginebench.algos.vectorised.base import StackedBatch, StackedTrainer, linear
+
+_LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
+
+
+class StackedCQL(StackedTrainer):
+    """d3rlpy ``CQL`` (continuous actions)."""
+
+    algo_class = "CQL"
+
+    def __init__(self, algos, generators=None) -> None:
+        super().__init__(algos, generators)
+        cfg = self.config
+        if cfg.soft_q_backup or cfg.max_q_backup:
+            raise ValueError("Stacked CQL reproduces the deterministic backup only (soft_q_backup and max_q_backup "
+                             "off); train other backups seed by seed.")
+        policy = self.impls[0].modules.policy
+        if getattr(policy, "_use_std_parameter", False):
+            raise ValueError("Stacked CQL needs the policy's log-std head (use_std_parameter off).")
+        self.min_logstd, self.max_logstd = float(policy._min_logstd), float(policy._max_logstd)
+        self.action_size = int(self.impls[0].action_size)
+
+    # ------------------------------------------------------------------ networks
+    def policy(self, x: torch.Tensor, params=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(μ, log σ)`` of the policy on ``x (S, B, D)``."""
+        p = self.params if params is None else params
+        h = self.encode("policy._encoder", x, params=p)
+        logstd = linear(p, "policy._logstd", h).clamp(self.min_logstd, self.max_logstd)
+        return linear(p, "policy._mu", h), logstd
+
+    def q(self, module: str, x: torch.Tensor, action: torch.Tensor, params=None) -> torch.Tensor:
+        p = self.params if params is None else params
+        return linear(p, f"{module}._fc", self.encode(f"{module}._encoder", x, action, params=p))
+
+    def qs(self, prefix: str, x: torch.Tensor, action: torch.Tensor, params=None) -> torch.Tensor:
+        """Every critic of ensemble ``prefix``: ``(C, S, B, 1)``."""
+        return torch.stack([self.q(f"{prefix}.{i}", x, action, params) for i in range(self.n_critics)])
+
+    # ------------------------------------------------------------------ the squashed Gaussian
+    def sample(self, mu: torch.Tensor, logstd: torch.Tensor, n: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tanh(raw), log π) of reparameterised samples, as d3rlpy's ``SquashedGaussianDistribution``:
+        one per row (``n`` None: ``(S, B, A)``, ``(S, B, 1)``) or ``n`` per row (``(S, B, n, A)``,
+        ``(S, B, n, 1)``)."""
+        std = logstd.exp()
+        if n is None:
+            raw = mu + self.randn(mu.shape[1:]) * std
+            loc, scale = mu, std
+        else:
+            eps = self.randn((n, *mu.shape[1:]))  # d3rlpy draws (n, B, A) per seed
+            loc, scale = mu.unsqueeze(1), std.unsqueeze(1)
+            raw = loc + eps * scale
+        normal = -((raw - loc) ** 2) / (2 * scale**2) - scale.log() - _LOG_SQRT_2PI
+        jacobian = 2 * (math.log(2) - raw - F.softplus(-2 * raw))
+        log_prob = (normal - jacobian).sum(dim=-1, keepdim=True)
+        action = torch.tanh(raw)
+        if n is not None:  # (S, n, B, ·) -> (S, B, n, ·)
+            action, log_prob = action.transpose(1, 2), log_prob.transpose(1, 2)
+        return action, log_prob
+
+    def policy_values(self, policy_obs: torch.Tensor, value_obs: torch.Tensor, n: int) -> tuple[torch.Tensor, ...]:
+        """Q of ``n`` detached policy samples at ``policy_obs``, valued at ``value_obs``:
+        ``(C, S, B, n)`` and their log-probabilities ``(S, B, n)``."""
+        with torch.no_grad():
+            mu, logstd = self.policy(policy_obs)
+            actions, log_probs = self.sample(mu, logstd, n)
+        s, b = value_obs.shape[:2]
+        flat_obs = value_obs.repeat_interleave(n, dim=1)  # row b*n + j: observation b
+        values = self.qs("q_funcs", flat_obs, actions.reshape(s, b * n, -1))
+        return values.view(self.n_critics, s, b, n), log_probs.view(s, b, n)
+
+    # ------------------------------------------------------------------ the update
+    def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        n = cfg.n_action_samples
+        obs, next_obs = batch.observations, batch.next_observations
+        with torch.no_grad():
+            next_mu, _ = self.policy(next_obs)
+            target = self.qs("targ_q_funcs", next_obs, torch.tanh(next_mu)).min(dim=0).values
+            y = batch.rewards + cfg.gamma * target * (1 - batch.terminals)
+
+        values_t, log_probs_t = self.policy_values(obs, obs, n)
+        values_tp1, log_probs_tp1 = self.policy_values(next_obs, obs, n)
+        s, b = obs.shape[:2]
+        random_actions = self.rand_symmetric((b * n, self.action_size))
+        random_values = self.qs("q_funcs", obs.repeat_interleave(n, dim=1), random_actions).view(
+            self.n_critics, s, b, n)
+        random_log_prob = math.log(0.5**self.action_size)
+        stacked = torch.cat([values_t - log_probs_t, values_tp1 - log_probs_tp1, random_values - random_log_prob],
+                            dim=3)
+        logsumexp = torch.logsumexp(stacked, dim=3, keepdim=True)  # (C, S, B, 1)
+        data_values = self.qs("q_funcs", obs, batch.actions)  # (C, S, B, 1)
+        conservative = cfg.conservative_weight * ((logsumexp - data_values).mean(dim=(2, 3)) - cfg.alpha_threshold)
+        conservative = conservative.t()  # (S, C)
+
+        out: dict[str, torch.Tensor] = {}
+        log_alpha = "log_alpha._parameter"
+        if "alpha_optim" in self.optimizers:
+            alpha_loss = -(self.params[log_alpha].exp().clamp(0, 1e6) * conservative.detach().unsqueeze(1)).mean(
+                dim=(1, 2))
+            self.minimise("alpha_optim", alpha_loss)
+        alpha = self.params[log_alpha].detach().exp().clamp(0, 1e6).reshape(self.n, 1)
+        td = sum(((data_values[i] - y) ** 2).mean(dim=(1, 2)) for i in range(self.n_critics))
+        scaled = (alpha * conservative).sum(dim=1)
+        critic_loss = td + scaled
+        self.minimise("critic_optim", critic_loss)
+        out.update(critic_loss=critic_loss.detach(), conservative_loss=scaled.detach(), alpha=alpha.reshape(self.n))
+
+        mu, logstd = self.policy(obs)
+        action, log_prob = self.sample(mu, logstd, None)
+        log_temp = "log_temp._parameter"
+        if "temp_optim" in self.optimizers:
+            targ_temp = log_prob.detach() - self.action_size
+            temp_loss = -(self.params[log_temp].exp() * targ_temp).mean(dim=(1, 2))
+            self.minimise("temp_optim", temp_loss)
+            out["temp_loss"] = temp_loss.detach()
+        temp = self.params[log_temp].detach().exp()
+        q_t = self.qs("q_funcs", obs, action, params=self.detached("q_funcs")).min(dim=0).values
+        actor_loss = (temp * log_prob - q_t).mean(dim=(1, 2))
+        self.minimise("actor_optim", actor_loss)
+        self.soft_update("targ_q_funcs", "q_funcs", cfg.tau)
+        out.update(actor_loss=actor_loss.detach(), temp=temp.reshape(self.n))
+        return out
