@@ -16,7 +16,7 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql", "sac"]
 OPTIONS: dict = {"discrete_cql": {"target_update_interval": 5}, "discrete_sac": {"target_update_interval": 5},
            # a tight flexibility, so the imitator's mask really removes actions from the max
            "discrete_bcq": {"target_update_interval": 5, "action_flexibility": 0.9}}
@@ -171,9 +171,9 @@ def test_unsupported_settings_say_why():
     algo, _ = build("bc", src, 0, policy_type="stochastic")
     with pytest.raises(ValueError, match="deterministic policy only"):
         trainer_for([algo])
-    sac, _ = build("sac", src, 0)
+    prdc, _ = build("prdc", src, 0)
     with pytest.raises(ValueError, match="has no stacked trainer"):
-        trainer_for([sac])
+        trainer_for([prdc])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

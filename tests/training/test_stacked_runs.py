@@ -21,7 +21,8 @@ def comparable(record: dict) -> dict:
     return view
 
 
-@pytest.mark.parametrize("env_id,algo,level", [("Toy-v0", "discrete_cql", "easy"), ("ToyCont-v0", "td3bc", "train")])
+@pytest.mark.parametrize("env_id,algo,level", [("Toy-v0", "discrete_cql", "easy"), ("ToyCont-v0", "td3bc", "train"),
+                                               ("ToyCont-v0", "cql", "train")])
 def test_stacked_seeds_give_the_records_of_seeds_trained_alone(toy_data, env_id, algo, level):
     specs = [RunSpec(env_id, algo, level=level, seed=s, **SMALL) for s in (0, 1, 2)]
     together = train_seeds(specs, progress=False)

@@ -1,7 +1,12 @@
-"""Conservative Q-learning (continuous), stacked over seeds (Kumar et al., "Conservative
-Q-Learning for Offline Reinforcement Learning", NeurIPS 2020).
+"""Soft actor-critic and conservative Q-learning (continuous), stacked over seeds (Haarnoja et
+al., "Soft Actor-Critic", ICML 2018; Kumar et al., "Conservative Q-Learning for Offline
+Reinforcement Learning", NeurIPS 2020).
 
-Reproduces d3rlpy's ``CQLImpl`` (a SAC actor with a tanh-squashed Gaussian policy), step for
+:class:`StackedSAC` reproduces d3rlpy's ``SACImpl``: critics regress (summed over the ensemble) on
+``r + γ·(1 − terminal)·(min_i Q'_i(s', a') − T·log π(a'|s'))`` with one sample ``a' ~ π(s')``, then
+step 4 below, then the soft target update.
+
+:class:`StackedCQL` reproduces d3rlpy's ``CQLImpl`` (a SAC actor with a tanh-squashed Gaussian policy), step for
 step and draw for draw of each seed's generator:
 
 1. critic target ``r + γ·(1 − terminal)·min_i Q'_i(s', tanh μ(s'))`` (d3rlpy's default
@@ -29,17 +34,14 @@ from imaginebench.algos.vectorised.base import StackedBatch, StackedTrainer, lin
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
 
-class StackedCQL(StackedTrainer):
-    """d3rlpy ``CQL`` (continuous actions)."""
+class StackedSAC(StackedTrainer):
+    """d3rlpy ``SAC`` (continuous actions); the squashed-Gaussian actor and its temperature that
+    :class:`StackedCQL` shares."""
 
-    algo_class = "CQL"
+    algo_class = "SAC"
 
     def __init__(self, algos, generators=None) -> None:
         super().__init__(algos, generators)
-        cfg = self.config
-        if cfg.soft_q_backup or cfg.max_q_backup:
-            raise ValueError("Stacked CQL reproduces the deterministic backup only (soft_q_backup and max_q_backup "
-                             "off); train other backups seed by seed.")
         policy = self.impls[0].modules.policy
         if getattr(policy, "_use_std_parameter", False):
             raise ValueError("Stacked CQL needs the policy's log-std head (use_std_parameter off).")
@@ -94,6 +96,54 @@ class StackedCQL(StackedTrainer):
         values = self.qs("q_funcs", flat_obs, actions.reshape(s, b * n, -1))
         return values.view(self.n_critics, s, b, n), log_probs.view(s, b, n)
 
+    def actor_step(self, obs: torch.Tensor, out: dict[str, torch.Tensor]) -> None:
+        """Temperature (if it learns), then the actor on one reparameterised sample per row."""
+        mu, logstd = self.policy(obs)
+        action, log_prob = self.sample(mu, logstd, None)
+        log_temp = "log_temp._parameter"
+        if "temp_optim" in self.optimizers:
+            targ_temp = log_prob.detach() - self.action_size
+            temp_loss = -(self.params[log_temp].exp() * targ_temp).mean(dim=(1, 2))
+            self.minimise("temp_optim", temp_loss)
+            out["temp_loss"] = temp_loss.detach()
+        else:  # d3rlpy reports a zero temperature loss when the temperature is fixed
+            out["temp_loss"] = torch.zeros(self.n, device=self.device)
+        temp = self.params[log_temp].detach().exp()
+        q_t = self.qs("q_funcs", obs, action, params=self.detached("q_funcs")).min(dim=0).values
+        actor_loss = (temp * log_prob - q_t).mean(dim=(1, 2))
+        self.minimise("actor_optim", actor_loss)
+        out.update(actor_loss=actor_loss.detach(), temp=temp.reshape(self.n))
+
+    def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        obs, next_obs = batch.observations, batch.next_observations
+        with torch.no_grad():
+            mu, logstd = self.policy(next_obs)
+            action, log_prob = self.sample(mu, logstd, None)
+            temp = self.params["log_temp._parameter"].exp()
+            target = self.qs("targ_q_funcs", next_obs, action).min(dim=0).values - temp * log_prob
+            y = batch.rewards + cfg.gamma * target * (1 - batch.terminals)
+        critic_loss = sum(((self.q(f"q_funcs.{i}", obs, batch.actions) - y) ** 2).mean(dim=(1, 2))
+                          for i in range(self.n_critics))
+        self.minimise("critic_optim", critic_loss)
+        out = {"critic_loss": critic_loss.detach()}
+        self.actor_step(obs, out)
+        self.soft_update("targ_q_funcs", "q_funcs", cfg.tau)
+        return out
+
+
+class StackedCQL(StackedSAC):
+    """d3rlpy ``CQL`` (continuous actions)."""
+
+    algo_class = "CQL"
+
+    def __init__(self, algos, generators=None) -> None:
+        super().__init__(algos, generators)
+        cfg = self.config
+        if cfg.soft_q_backup or cfg.max_q_backup:
+            raise ValueError("Stacked CQL reproduces the deterministic backup only (soft_q_backup and max_q_backup "
+                             "off); train other backups seed by seed.")
+
     # ------------------------------------------------------------------ the update
     def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
         cfg = self.config
@@ -131,18 +181,6 @@ class StackedCQL(StackedTrainer):
         self.minimise("critic_optim", critic_loss)
         out.update(critic_loss=critic_loss.detach(), conservative_loss=scaled.detach(), alpha=alpha.reshape(self.n))
 
-        mu, logstd = self.policy(obs)
-        action, log_prob = self.sample(mu, logstd, None)
-        log_temp = "log_temp._parameter"
-        if "temp_optim" in self.optimizers:
-            targ_temp = log_prob.detach() - self.action_size
-            temp_loss = -(self.params[log_temp].exp() * targ_temp).mean(dim=(1, 2))
-            self.minimise("temp_optim", temp_loss)
-            out["temp_loss"] = temp_loss.detach()
-        temp = self.params[log_temp].detach().exp()
-        q_t = self.qs("q_funcs", obs, action, params=self.detached("q_funcs")).min(dim=0).values
-        actor_loss = (temp * log_prob - q_t).mean(dim=(1, 2))
-        self.minimise("actor_optim", actor_loss)
+        self.actor_step(obs, out)
         self.soft_update("targ_q_funcs", "q_funcs", cfg.tau)
-        out.update(actor_loss=actor_loss.detach(), temp=temp.reshape(self.n))
         return out
