@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from imaginebench.cli import app
+from tests.cli_helpers import error_line
 from imaginebench.sweep import GridSummary
 from imaginebench import raycluster
 from imaginebench.sweep import ray_runner
@@ -20,14 +21,6 @@ pytestmark = pytest.mark.xdist_group("ray")  # one local Ray instance at a time 
 
 runner = CliRunner()
 BASE = ["bench", "--envs", "Toy-v0", "--algos", "bc", "--profile", "tiny", "--no-progress"]
-
-
-def _error_line(result) -> str:
-    out = result.stderr if hasattr(result, "stderr") else result.output
-    lines = [ln for ln in out.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, out
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 @pytest.fixture
@@ -79,21 +72,21 @@ def test_options_make_the_grid_and_the_summary_is_printed(toy_envs, data_home, c
 ])
 def test_bad_names_give_one_line(toy_envs, calls, args, message):
     result = runner.invoke(app, [*BASE, *args])
-    assert result.exit_code == 2 and message in _error_line(result) and not calls
+    assert result.exit_code == 2 and message in error_line(result) and not calls
 
 
 def test_a_damaged_store_gives_one_line_and_stays(toy_envs, calls, tmp_path):
     store = tmp_path / "results.sqlite"
     store.write_bytes(b"not a database, but somebody's notes\n" * 100)
     result = runner.invoke(app, [*BASE, "--store", str(store)])
-    assert result.exit_code == 1 and str(store) in _error_line(result) and not calls
+    assert result.exit_code == 1 and str(store) in error_line(result) and not calls
     assert store.read_bytes() == b"not a database, but somebody's notes\n" * 100
 
 
 def test_without_ray_the_error_names_the_extra(toy_envs, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     result = runner.invoke(app, BASE)
-    assert result.exit_code == 1 and "pip install 'imaginebench[ray]'" in _error_line(result)
+    assert result.exit_code == 1 and "pip install 'imaginebench[ray]'" in error_line(result)
 
 
 def test_the_estimate_is_printed_before_the_grid_and_measured_once(toy_envs, data_home, calls, monkeypatch):

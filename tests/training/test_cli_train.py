@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from imaginebench.cli import app
+from tests.cli_helpers import error_line
 from tests.algos.helpers import HASH_ENCODER, build_toy_data
 
 FAST = ["--profile", "tiny", "--encoder", HASH_ENCODER, "--steps", "20", "--checkpoint-every", "10",
@@ -17,14 +18,6 @@ FAST = ["--profile", "tiny", "--encoder", HASH_ENCODER, "--steps", "20", "--chec
 @pytest.fixture
 def runner():
     return CliRunner()
-
-
-def _error_line(result) -> str:
-    out = result.stderr if hasattr(result, "stderr") else result.output
-    lines = [ln for ln in out.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, out
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def test_train_runs_each_seed_and_skips_finished_ones(runner, toy_envs, data_home):
@@ -44,7 +37,7 @@ def test_train_runs_each_seed_and_skips_finished_ones(runner, toy_envs, data_hom
 def test_unknown_algorithm_lists_the_choices(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "ppo", *FAST])
     assert result.exit_code == 2
-    line = _error_line(result)
+    line = error_line(result)
     from imaginebench.algos import algorithm_names
 
     assert "Unknown algorithm 'ppo'" in line and ", ".join(algorithm_names()) in line
@@ -53,7 +46,7 @@ def test_unknown_algorithm_lists_the_choices(runner, toy_envs):
 def test_algorithm_that_does_not_fit_the_action_space(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "td3bc", *FAST])
     assert result.exit_code == 2
-    line = _error_line(result)
+    line = error_line(result)
     assert "'td3bc' needs continuous actions" in line and "Discrete(2)" in line
     assert "Algorithms that fit: discrete_bc, discrete_cql, discrete_bcq, discrete_sac" in line
 
@@ -62,15 +55,15 @@ def test_missing_dataset_names_the_command(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--level", "easy",
                                  "--real-upper-bound", *FAST])
     assert result.exit_code == 1
-    assert "imaginebench data collect --env Toy-v0 --level train --profile tiny" in _error_line(result)
+    assert "imaginebench data collect --env Toy-v0 --level train --profile tiny" in error_line(result)
 
 
 def test_bad_seed_and_conflicting_flags(runner, toy_envs):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--seeds", "0", "x", *FAST])
-    assert result.exit_code == 2 and "Seeds must be integers" in _error_line(result)
+    assert result.exit_code == 2 and "Seeds must be integers" in error_line(result)
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--level", "easy", "--real-only",
                                  "--real-upper-bound", *FAST])
-    assert result.exit_code == 2 and "Choose one of" in _error_line(result)
+    assert result.exit_code == 2 and "Choose one of" in error_line(result)
 
 
 def test_no_stack_trains_seeds_one_by_one_and_a_bad_device_is_one_line(runner, toy_envs, data_home):
@@ -81,12 +74,12 @@ def test_no_stack_trains_seeds_one_by_one_and_a_bad_device_is_one_line(runner, t
     record = json.loads((data_home / "runs/Toy-v0/tiny/train/real/discrete_bc/seed1/record.json").read_text())
     assert record["timing"]["engine"] == "d3rlpy" and record["timing"]["stacked_seeds"] == 1
     bad = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--device", "tpu", *FAST])
-    assert bad.exit_code != 0 and "use cpu or cuda" in _error_line(bad)
+    assert bad.exit_code != 0 and "use cpu or cuda" in error_line(bad)
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the message on a machine without CUDA")
 def test_cuda_without_a_gpu_is_one_line(runner, toy_envs, data_home):
     build_toy_data("Toy-v0", ("train",), episodes=20)
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--device", "cuda", *FAST])
-    assert result.exit_code != 0 and "no CUDA device here; use --device cpu" in _error_line(result)
+    assert result.exit_code != 0 and "no CUDA device here; use --device cpu" in error_line(result)
     assert not (data_home / "runs/Toy-v0/tiny/train/real/discrete_bc/seed0").exists()

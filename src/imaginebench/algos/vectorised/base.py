@@ -301,6 +301,27 @@ class StackedTrainer:
             x = linear(p, name, x) if kind == "linear" else kind(x)
         return x
 
+    def encode_repeated(self, prefix: str, x: torch.Tensor, n: int, action: torch.Tensor,
+                        params: Params | None = None) -> torch.Tensor:
+        """:meth:`encode` of every row of ``x (S, B, D)`` repeated ``n`` times in a row (row
+        ``b·n + j`` is observation ``b``) with ``action (S, B·n, A)``: the first layer's
+        observation part runs once per observation and is repeated, then the action part is added
+        (``W·[x, a] + b = W_x·x + (W_a·a + b)``) — the same maths as encoding the repeated rows,
+        without ``n`` copies of the observation through the widest matmul."""
+        state_dim, layers = self._plan(prefix)
+        p = self.params if params is None else params
+        if state_dim is not None:
+            x = torch.cat([x[..., :state_dim], linear(p, prefix + ".trunk.project", x[..., state_dim:])], dim=-1)
+        kind, name = layers[0]
+        if kind != "linear":
+            return self.encode(prefix, x.repeat_interleave(n, dim=1), action, params)
+        weight, width = p[name + ".weight"], x.shape[-1]
+        h = torch.bmm(x, weight[:, :width]).repeat_interleave(n, dim=1)
+        h = h + torch.baddbmm(p[name + ".bias"].unsqueeze(1), action, weight[:, width:])
+        for kind, name in layers[1:]:
+            h = linear(p, name, h) if kind == "linear" else kind(h)
+        return h
+
     def _join(self, x: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``x ⊕ action``, made once per update for each pair (both critics read the same one)."""
         key = (id(x), id(action))

@@ -64,6 +64,13 @@ class StackedSAC(StackedTrainer):
         """Every critic of ensemble ``prefix``: ``(C, S, B, 1)``."""
         return torch.stack([self.q(f"{prefix}.{i}", x, action, params) for i in range(self.n_critics)])
 
+    def qs_repeated(self, prefix: str, x: torch.Tensor, n: int, action: torch.Tensor) -> torch.Tensor:
+        """Every critic on each row of ``x (S, B, D)`` repeated ``n`` times with ``action (S, B·n, A)``:
+        ``(C, S, B·n, 1)`` (the observation part of the first layer once per row)."""
+        return torch.stack([linear(self.params, f"{prefix}.{i}._fc",
+                                   self.encode_repeated(f"{prefix}.{i}._encoder", x, n, action))
+                            for i in range(self.n_critics)])
+
     # ------------------------------------------------------------------ the squashed Gaussian
     def sample(self, mu: torch.Tensor, logstd: torch.Tensor, n: int | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(tanh(raw), log π) of reparameterised samples, as d3rlpy's ``SquashedGaussianDistribution``:
@@ -92,8 +99,7 @@ class StackedSAC(StackedTrainer):
             mu, logstd = self.policy(policy_obs)
             actions, log_probs = self.sample(mu, logstd, n)
         s, b = value_obs.shape[:2]
-        flat_obs = value_obs.repeat_interleave(n, dim=1)  # row b*n + j: observation b
-        values = self.qs("q_funcs", flat_obs, actions.reshape(s, b * n, -1))
+        values = self.qs_repeated("q_funcs", value_obs, n, actions.reshape(s, b * n, -1))  # row b*n + j: obs b
         return values.view(self.n_critics, s, b, n), log_probs.view(s, b, n)
 
     def actor_step(self, obs: torch.Tensor, out: dict[str, torch.Tensor]) -> None:
@@ -158,8 +164,7 @@ class StackedCQL(StackedSAC):
         values_tp1, log_probs_tp1 = self.policy_values(next_obs, obs, n)
         s, b = obs.shape[:2]
         random_actions = self.rand_symmetric((b * n, self.action_size))
-        random_values = self.qs("q_funcs", obs.repeat_interleave(n, dim=1), random_actions).view(
-            self.n_critics, s, b, n)
+        random_values = self.qs_repeated("q_funcs", obs, n, random_actions).view(self.n_critics, s, b, n)
         random_log_prob = math.log(0.5**self.action_size)
         stacked = torch.cat([values_t - log_probs_t, values_tp1 - log_probs_tp1, random_values - random_log_prob],
                             dim=3)
