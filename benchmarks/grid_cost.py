@@ -23,13 +23,14 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--profile", default=None)
     parser.add_argument("--cpus", type=int, default=None, help="also give the wall time on this many CPUs")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run (bench's --cpus-per-run)")
     add_json_argument(parser)
     args = parser.parse_args()
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()]  # noqa: E731
     grid = GridSpec(envs=split(args.envs), algos=split(args.algos), levels=split(args.levels), data=split(args.data),
                     seeds=args.seeds, profile=args.profile)
     runs = grid.plan().runs
-    cache = RateCache()
+    cache = RateCache(threads=args.threads)
     report = Report(__file__, args.json)
     table = report.table("Estimated cost per (env, algorithm): core-hours of one run and of all its runs",
                          ["env", "algorithm", "runs", "train h/run", "eval h/run", "core-hours"],
@@ -38,9 +39,9 @@ def main() -> None:
     for run in runs:
         groups.setdefault((run.config["env"], run.config["algo"]), []).append(run.spec)
     for (env, algo), specs in groups.items():
-        part = estimate(specs, cache)
+        part = estimate(specs, cache, threads=args.threads)
         table.add(env, algo, part.runs, part.train_s / part.runs / 3600, part.eval_s / part.runs / 3600, part.core_hours)
-    print(estimate([r.spec for r in runs], cache).describe(args.cpus))
+    print(estimate([r.spec for r in runs], cache, threads=args.threads).describe(args.cpus))
     report.finish()
 
 

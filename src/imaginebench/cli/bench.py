@@ -77,7 +77,8 @@ def bench(
         if estimate:
             from imaginebench.sweep.cost import estimate as estimate_cost
 
-            typer.echo(estimate_cost(run.spec for run in plan.runs).describe(cpus), err=True)
+            threads = max(1, int(cpus_per_run))
+            typer.echo(estimate_cost((run.spec for run in plan.runs), threads=threads).describe(cpus), err=True)
         summary = run_grid(grid, results, address=address, num_cpus=cpus, cpus_per_run=cpus_per_run,
                            gpus_per_run=gpus_per_run, retries=retries, progress=progress,
                            lease_s=lease)

@@ -7,8 +7,10 @@ machine**: the update rate on random data of the domain's shapes (state, action,
 embedding width, a few dozen phrasings) through the runner's own update (the stacked trainer
 with one seed where the algorithm has one, else d3rlpy's through :meth:`AlgoConfig.update`), and
 one evaluation by the protocol's own :class:`~imaginebench.evaluation.Evaluator`.  Measurements
-are kept in ``<data home>/cost/<machine>.json`` (machine = CPU model, torch threads, torch
-version), so a grid pays for them once.
+are kept in ``<data home>/cost/<machine>.json`` (machine = CPU model, torch threads per run,
+torch version), so a grid pays for them once.  Evaluation is timed with a policy that acts at
+random: the policy network's own cost at evaluation is not counted (small beside the
+simulators here).
 
 ``imaginebench bench`` prints the estimate before it starts (asking nothing);
 ``benchmarks/grid_cost.py`` prints it alone.
@@ -32,8 +34,8 @@ PHRASINGS = 40
 """Distinct instructions in the random data (a level's bank holds a few dozen)."""
 
 
-def machine_key() -> str:
-    """CPU model, torch threads and torch version: what the measured rates depend on."""
+def machine_key(threads: int) -> str:
+    """CPU model, torch threads per run and torch version: what the measured rates depend on."""
     import torch
 
     cpu = platform.processor() or platform.machine()
@@ -44,16 +46,17 @@ def machine_key() -> str:
                 break
     except OSError:
         pass
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{cpu}-t{torch.get_num_threads()}-torch{torch.__version__}")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{cpu}-t{threads}-torch{torch.__version__}")
 
 
 class RateCache:
     """Measured rates of this machine, kept as JSON in the data home."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, threads: int = 1) -> None:
         from imaginebench.config import data_home
 
-        self.path = path or data_home() / "cost" / f"{machine_key()}.json"
+        self.threads = max(1, int(threads))
+        self.path = path or data_home() / "cost" / f"{machine_key(self.threads)}.json"
         try:
             self.values: dict[str, float] = json.loads(self.path.read_text())
         except (OSError, ValueError):
@@ -179,13 +182,26 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 360 else f"{seconds / 60:.1f} min"
 
 
-def estimate(specs: Iterable[RunSpec], cache: RateCache | None = None, seconds: float = 1.0) -> GridEstimate:
-    """The cost of training ``specs`` one after another on this machine (each on one core)."""
+def estimate(specs: Iterable[RunSpec], cache: RateCache | None = None, seconds: float = 1.0,
+             threads: int = 1) -> GridEstimate:
+    """The cost of training ``specs`` one after another on this machine, each run with ``threads``
+    torch threads (the grid's ``--cpus-per-run``); measured with that many threads."""
+    import torch
+
+    cache = cache or RateCache(threads=threads)
+    before = torch.get_num_threads()
+    torch.set_num_threads(cache.threads)
+    try:
+        return _estimate(specs, cache, seconds)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> GridEstimate:
     from imaginebench.evaluation.protocol import eval_levels
     from imaginebench.language import get_encoder
     from imaginebench.training.spec import resolve_run
 
-    cache = cache or RateCache()
     train_s = eval_s = 0.0
     per_algo: dict[str, float] = {}
     dims: dict[str | None, int] = {}
