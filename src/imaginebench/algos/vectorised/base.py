@@ -58,21 +58,33 @@ class StackedBatch:
             first use (behaviour cloning never reads it).
         actions: ``(S, B, A)`` continuous, or ``(S, B)`` int64 action ids.
         rewards, terminals: ``(S, B, 1)``.
+        next_actions: the dataset's next actions, like ``actions`` (gathered on first use; only
+            ReBRAC's critic target reads them).
     """
 
     def __init__(self, observations: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
-                 terminals: torch.Tensor, next_observations: torch.Tensor | Callable[[], torch.Tensor]) -> None:
+                 terminals: torch.Tensor, next_observations: torch.Tensor | Callable[[], torch.Tensor],
+                 next_actions: torch.Tensor | Callable[[], torch.Tensor] | None = None) -> None:
         self.observations = observations
         self.actions = actions
         self.rewards = rewards
         self.terminals = terminals
         self._next = next_observations
+        self._next_actions = next_actions
 
     @property
     def next_observations(self) -> torch.Tensor:
         if callable(self._next):
             self._next = self._next()
         return self._next
+
+    @property
+    def next_actions(self) -> torch.Tensor:
+        if self._next_actions is None:
+            raise ValueError("This stacked batch was built without next actions.")
+        if callable(self._next_actions):
+            self._next_actions = self._next_actions()
+        return self._next_actions
 
 
 def linear(params: Params, name: str, x: torch.Tensor) -> torch.Tensor:

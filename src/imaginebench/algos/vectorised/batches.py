@@ -55,8 +55,9 @@ class StackedSampler:
         self.states, self.embeddings = states.contiguous(), embeddings.contiguous()
         self.obs_rows = torch.from_numpy(source._obs_rows).to(dev)
         self.instr = torch.from_numpy(source._instr.astype(np.int64)).to(dev)
-        actions = torch.from_numpy(source._actions)
+        actions, next_actions = torch.from_numpy(source._actions), torch.from_numpy(source._next_actions)
         self.actions = (actions[:, 0].long() if source.discrete else actions).to(dev)
+        self.next_actions = (next_actions[:, 0].long() if source.discrete else next_actions).to(dev)
         self.rewards = torch.from_numpy(source._rewards).to(dev)
         self.terminals = torch.from_numpy(source._terminals).to(dev)
         self._ring: list[tuple[torch.Tensor, Any]] = []
@@ -77,7 +78,8 @@ class StackedSampler:
         obs = torch.cat([self.states[rows], emb], dim=2)
         return StackedBatch(observations=obs, actions=self.actions[idx], rewards=self.rewards[idx],
                             terminals=self.terminals[idx],
-                            next_observations=lambda: torch.cat([self.states[rows + 1], emb], dim=2))
+                            next_observations=lambda: torch.cat([self.states[rows + 1], emb], dim=2),
+                            next_actions=lambda: self.next_actions[idx])
 
     def upload(self, idx: torch.Tensor) -> torch.Tensor:
         """Copy indices to the GPU without blocking the host: through a ring of pinned buffers,
