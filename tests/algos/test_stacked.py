@@ -16,7 +16,7 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql", "sac", "rebrac"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql", "sac", "rebrac", "calql"]
 OPTIONS: dict = {"discrete_cql": {"target_update_interval": 5}, "discrete_sac": {"target_update_interval": 5},
            # a tight flexibility, so the imitator's mask really removes actions from the max
            "discrete_bcq": {"target_update_interval": 5, "action_flexibility": 0.9}}
@@ -77,7 +77,9 @@ def lone_d3rlpy(name: str, src, seed: int, steps: int, **options):
     torch.set_rng_state(generator.get_state())
     rng = np.random.default_rng(seed)
     for _ in range(steps):
-        fast_update(algo, src.batch_from_indices(src.sample_indices(BATCH, rng)))
+        idx = src.sample_indices(BATCH, rng)
+        returns = src.returns_to_go(algo.config.gamma)[idx] if algo.need_returns_to_go else None  # Cal-QL
+        fast_update(algo, src.batch_from_indices(idx), returns)
     return algo
 
 

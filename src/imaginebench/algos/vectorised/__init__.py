@@ -11,7 +11,7 @@ from typing import Any
 
 from imaginebench.algos.vectorised.base import StackedBatch, StackedTrainer
 from imaginebench.algos.vectorised.bc import StackedBC, StackedDiscreteBC
-from imaginebench.algos.vectorised.cql import StackedCQL, StackedSAC
+from imaginebench.algos.vectorised.cql import StackedCalQL, StackedCQL, StackedSAC
 from imaginebench.algos.vectorised.discrete_bcq import StackedDiscreteBCQ
 from imaginebench.algos.vectorised.discrete_cql import StackedDiscreteCQL
 from imaginebench.algos.vectorised.discrete_sac import StackedDiscreteSAC
@@ -20,7 +20,7 @@ from imaginebench.algos.vectorised.td3bc import StackedReBRAC, StackedTD3PlusBC
 
 STACKED: dict[str, type[StackedTrainer]] = {
     cls.algo_class: cls for cls in (StackedBC, StackedDiscreteBC, StackedTD3PlusBC, StackedDiscreteCQL, StackedIQL,
-                                StackedDiscreteSAC, StackedDiscreteBCQ, StackedCQL, StackedSAC, StackedReBRAC)}
+                                StackedDiscreteSAC, StackedDiscreteBCQ, StackedCQL, StackedSAC, StackedReBRAC, StackedCalQL)}
 
 
 def trainer_for(algos: list[Any], generators=None) -> StackedTrainer:

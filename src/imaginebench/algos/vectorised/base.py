@@ -60,23 +60,31 @@ class StackedBatch:
         rewards, terminals: ``(S, B, 1)``.
         next_actions: the dataset's next actions, like ``actions`` (gathered on first use; only
             ReBRAC's critic target reads them).
+        returns: ``gamma -> (S, B, 1)`` Monte-Carlo returns-to-go of the rows (Cal-QL's floor).
     """
 
     def __init__(self, observations: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
                  terminals: torch.Tensor, next_observations: torch.Tensor | Callable[[], torch.Tensor],
-                 next_actions: torch.Tensor | Callable[[], torch.Tensor] | None = None) -> None:
+                 next_actions: torch.Tensor | Callable[[], torch.Tensor] | None = None,
+                 returns: Callable[[float], torch.Tensor] | None = None) -> None:
         self.observations = observations
         self.actions = actions
         self.rewards = rewards
         self.terminals = terminals
         self._next = next_observations
         self._next_actions = next_actions
+        self._returns = returns
 
     @property
     def next_observations(self) -> torch.Tensor:
         if callable(self._next):
             self._next = self._next()
         return self._next
+
+    def returns_to_go(self, gamma: float) -> torch.Tensor:
+        if self._returns is None:
+            raise ValueError("This stacked batch was built without returns-to-go.")
+        return self._returns(gamma)
 
     @property
     def next_actions(self) -> torch.Tensor:

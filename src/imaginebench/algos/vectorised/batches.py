@@ -60,6 +60,7 @@ class StackedSampler:
         self.next_actions = (next_actions[:, 0].long() if source.discrete else next_actions).to(dev)
         self.rewards = torch.from_numpy(source._rewards).to(dev)
         self.terminals = torch.from_numpy(source._terminals).to(dev)
+        self._returns: dict[float, torch.Tensor] = {}
         self._ring: list[tuple[torch.Tensor, Any]] = []
         self._slot = 0
 
@@ -79,7 +80,16 @@ class StackedSampler:
         return StackedBatch(observations=obs, actions=self.actions[idx], rewards=self.rewards[idx],
                             terminals=self.terminals[idx],
                             next_observations=lambda: torch.cat([self.states[rows + 1], emb], dim=2),
-                            next_actions=lambda: self.next_actions[idx])
+                            next_actions=lambda: self.next_actions[idx],
+                            returns=lambda gamma: self._returns_table(gamma)[idx])
+
+    def _returns_table(self, gamma: float) -> torch.Tensor:
+        """Every transition's Monte-Carlo return-to-go (:meth:`MixedReplaySource.returns_to_go`), on
+        the device, once per ``gamma``."""
+        gamma = float(gamma)
+        if gamma not in self._returns:
+            self._returns[gamma] = torch.from_numpy(self.source.returns_to_go(gamma)).to(self.device)
+        return self._returns[gamma]
 
     def upload(self, idx: torch.Tensor) -> torch.Tensor:
         """Copy indices to the GPU without blocking the host: through a ring of pinned buffers,

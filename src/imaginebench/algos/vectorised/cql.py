@@ -6,6 +6,9 @@ Reinforcement Learning", NeurIPS 2020).
 ``r + γ·(1 − terminal)·(min_i Q'_i(s', a') − T·log π(a'|s'))`` with one sample ``a' ~ π(s')``, then
 step 4 below, then the soft target update.
 
+:class:`StackedCalQL` is CQL with the policy's sampled Q-values in the conservative term floored at
+each row's Monte-Carlo return-to-go (d3rlpy's ``CalQLImpl``).
+
 :class:`StackedCQL` reproduces d3rlpy's ``CQLImpl`` (a SAC actor with a tanh-squashed Gaussian policy), step for
 step and draw for draw of each seed's generator:
 
@@ -162,6 +165,7 @@ class StackedCQL(StackedSAC):
 
         values_t, log_probs_t = self.policy_values(obs, obs, n)
         values_tp1, log_probs_tp1 = self.policy_values(next_obs, obs, n)
+        values_t, values_tp1 = self.floor(values_t, batch), self.floor(values_tp1, batch)
         s, b = obs.shape[:2]
         random_actions = self.rand_symmetric((b * n, self.action_size))
         random_values = self.qs_repeated("q_funcs", obs, n, random_actions).view(self.n_critics, s, b, n)
@@ -189,3 +193,17 @@ class StackedCQL(StackedSAC):
         self.actor_step(obs, out)
         self.soft_update("targ_q_funcs", "q_funcs", cfg.tau)
         return out
+
+    def floor(self, values: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
+        """The policy's sampled Q-values in the conservative term (CQL: as they are)."""
+        return values
+
+
+class StackedCalQL(StackedCQL):
+    """d3rlpy ``CalQL`` (Nakamoto et al., NeurIPS 2023): CQL whose policy Q-values in the
+    conservative term are floored at the row's Monte-Carlo return-to-go."""
+
+    algo_class = "CalQL"
+
+    def floor(self, values: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
+        return torch.maximum(values, batch.returns_to_go(self.config.gamma).unsqueeze(0))
