@@ -30,20 +30,31 @@ class StackedTD3PlusBC(StackedTrainer):
     def phase(self, grad_step: int) -> bool:
         return grad_step % self.config.update_actor_interval == 0
 
-    def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
+    def target_action(self, batch: StackedBatch) -> torch.Tensor:
+        """The target policy's action at the next observation with TD3's clipped smoothing noise."""
         cfg = self.config
-        with torch.no_grad():
-            action = self.policy("targ_policy", batch.next_observations)
-            noise = (cfg.target_smoothing_sigma * self.randn(action.shape[1:])).clamp(
-                -cfg.target_smoothing_clip, cfg.target_smoothing_clip)
-            next_action = (action + noise).clamp(-1.0, 1.0)
-            target = torch.stack([self.q(f"targ_q_funcs.{i}", batch.next_observations, next_action)
-                                  for i in range(self.n_critics)]).min(dim=0).values
-            y = batch.rewards + cfg.gamma * target * (1 - batch.terminals)
+        action = self.policy("targ_policy", batch.next_observations)
+        noise = (cfg.target_smoothing_sigma * self.randn(action.shape[1:])).clamp(
+            -cfg.target_smoothing_clip, cfg.target_smoothing_clip)
+        return (action + noise).clamp(-1.0, 1.0)
+
+    def critic_step(self, batch: StackedBatch, y: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The critics regressed on ``y`` (squared error, summed over the ensemble)."""
         critic_loss = sum(((self.q(f"q_funcs.{i}", batch.observations, batch.actions) - y) ** 2).mean(dim=(1, 2))
                           for i in range(self.n_critics))
         self.minimise("critic_optim", critic_loss)
-        out = {"critic_loss": critic_loss.detach()}
+        return {"critic_loss": critic_loss.detach()}
+
+    def min_target_q(self, batch: StackedBatch, next_action: torch.Tensor) -> torch.Tensor:
+        return torch.stack([self.q(f"targ_q_funcs.{i}", batch.next_observations, next_action)
+                            for i in range(self.n_critics)]).min(dim=0).values
+
+    def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        with torch.no_grad():
+            target = self.min_target_q(batch, self.target_action(batch))
+            y = batch.rewards + cfg.gamma * target * (1 - batch.terminals)
+        out = self.critic_step(batch, y)
         if grad_step % cfg.update_actor_interval == 0:
             pi = self.policy("policy", batch.observations)
             q_t = self.q("q_funcs.0", batch.observations, pi, params=self.detached("q_funcs.0"))
@@ -68,18 +79,11 @@ class StackedReBRAC(StackedTD3PlusBC):
     def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
         cfg = self.config
         with torch.no_grad():
-            action = self.policy("targ_policy", batch.next_observations)
-            noise = (cfg.target_smoothing_sigma * self.randn(action.shape[1:])).clamp(
-                -cfg.target_smoothing_clip, cfg.target_smoothing_clip)
-            next_action = (action + noise).clamp(-1.0, 1.0)
-            target = torch.stack([self.q(f"targ_q_funcs.{i}", batch.next_observations, next_action)
-                                  for i in range(self.n_critics)]).min(dim=0).values
+            next_action = self.target_action(batch)
+            target = self.min_target_q(batch, next_action)
             penalty = ((next_action - batch.next_actions) ** 2).sum(dim=2, keepdim=True)
             y = batch.rewards + cfg.gamma * (target - cfg.critic_beta * penalty) * (1 - batch.terminals)
-        critic_loss = sum(((self.q(f"q_funcs.{i}", batch.observations, batch.actions) - y) ** 2).mean(dim=(1, 2))
-                          for i in range(self.n_critics))
-        self.minimise("critic_optim", critic_loss)
-        out = {"critic_loss": critic_loss.detach()}
+        out = self.critic_step(batch, y)
         if grad_step % cfg.update_actor_interval == 0:
             pi = self.policy("policy", batch.observations)
             frozen = self.detached("q_funcs")
