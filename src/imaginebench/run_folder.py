@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from imaginebench.errors import UsageError
 from imaginebench.fileio import (atomic_path, check_writable, first_line, remove_temporaries, torch_load_plain,
@@ -102,17 +102,27 @@ class RunFolder:
         with atomic_path(self.checkpoint_path) as tmp:
             torch.save(state, tmp)
 
-    def load_checkpoint(self, wanted: Mapping[str, Any]) -> dict[str, Any]:
+    def load_checkpoint(self, wanted: Mapping[str, Any],
+                        restore: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """The checkpoint's state, its model bytes checked against their SHA-256 and its settings
-        against ``wanted``; a damaged file is a one-line error naming what to delete."""
+        against ``wanted``, then handed to ``restore`` (which loads it into the run); a damaged
+        file, or one ``restore`` cannot load, is a one-line error naming what to delete."""
+        def damaged(exc: Exception) -> ValueError:
+            return ValueError(f"Cannot resume from {self.checkpoint_path} ({first_line(exc)}); delete that file to "
+                              f"restart the {self.what} from scratch.")
+
         try:
             state = torch_load_plain(self.checkpoint_path)  # plain data: no pickled code runs
             if hashlib.sha256(state["model"]).hexdigest() != state["model_sha256"]:
                 raise ValueError("the model and optimiser bytes do not match their SHA-256")
         except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
-            raise ValueError(f"Cannot resume from {self.checkpoint_path} ({first_line(exc)}); delete that file to "
-                             f"restart the {self.what} from scratch.") from None
+            raise damaged(exc) from None
         self.check(state.get("settings"), wanted)
+        if restore is not None:
+            try:
+                restore(state)
+            except Exception as exc:
+                raise damaged(exc) from None
         return state
 
     def finish(self, record: dict[str, Any], algo: Any) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from typing import Any, Callable
 import numpy as np
 
 from imaginebench.errors import UsageError
-from imaginebench.fileio import first_line
 from imaginebench.finetune.buffer import OnlineBuffer, concat_batches
 from imaginebench.finetune.interaction import Interaction
 from imaginebench.run_folder import RunFolder
@@ -287,13 +286,11 @@ def _load_checkpoint(run: _Finetune) -> None:
 
     from imaginebench.algos.weights import load_impl_state
 
-    state = run.folder.load_checkpoint(run.settings())
-    try:
-        load_impl_state(run.algo.impl, state["model"])
-        run.buffer.load_state_dict(state["buffer"])
-    except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
-        raise ValueError(f"Cannot resume from {run.folder.checkpoint_path} ({first_line(exc)}); delete that file to "
-                         "restart the fine-tune.") from None
+    def restore(st: dict[str, Any]) -> None:
+        load_impl_state(run.algo.impl, st["model"])
+        run.buffer.load_state_dict(st["buffer"])
+
+    state = run.folder.load_checkpoint(run.settings(), restore=restore)
     run.algo.set_grad_step(int(state["grad_step"]))
     run.env_steps, run.curve = int(state["env_steps"]), list(state["curve"])
     run.table.ids(list(state["instructions"]))  # same rows as before (the bank comes first in both)

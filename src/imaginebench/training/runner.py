@@ -69,12 +69,8 @@ def _resume(run: "_Run") -> None:
 
     from imaginebench.algos.weights import load_impl_state
 
-    state = run.folder.load_checkpoint(_wanted_settings(run.spec, run.config.to_dict()))
-    try:
-        load_impl_state(run.algo.impl, state["model"])
-    except Exception as exc:
-        raise ValueError(f"Cannot resume from {run.folder.checkpoint_path} ({exc}); delete that file to restart the "
-                         "run from scratch.") from None
+    state = run.folder.load_checkpoint(_wanted_settings(run.spec, run.config.to_dict()),
+                                       restore=lambda st: load_impl_state(run.algo.impl, st["model"]))
     run.algo.set_grad_step(int(state["grad_step"]))
     run.source.rng.bit_generator.state = state["sampler_rng"]
     torch.set_rng_state(state["torch_rng"])
