@@ -16,7 +16,7 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql", "sac", "rebrac", "calql"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql", "sac", "rebrac", "calql", "bcq"]
 OPTIONS: dict = {"discrete_cql": {"target_update_interval": 5}, "discrete_sac": {"target_update_interval": 5},
            # a tight flexibility, so the imitator's mask really removes actions from the max
            "discrete_bcq": {"target_update_interval": 5, "action_flexibility": 0.9}}

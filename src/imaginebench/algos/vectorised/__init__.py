@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from imaginebench.algos.vectorised.base import StackedBatch, StackedTrainer
+from imaginebench.algos.vectorised.bcq import StackedBCQ
 from imaginebench.algos.vectorised.bc import StackedBC, StackedDiscreteBC
 from imaginebench.algos.vectorised.cql import StackedCalQL, StackedCQL, StackedSAC
 from imaginebench.algos.vectorised.discrete_bcq import StackedDiscreteBCQ
@@ -20,7 +21,8 @@ from imaginebench.algos.vectorised.td3bc import StackedReBRAC, StackedTD3PlusBC
 
 STACKED: dict[str, type[StackedTrainer]] = {
     cls.algo_class: cls for cls in (StackedBC, StackedDiscreteBC, StackedTD3PlusBC, StackedDiscreteCQL, StackedIQL,
-                                StackedDiscreteSAC, StackedDiscreteBCQ, StackedCQL, StackedSAC, StackedReBRAC, StackedCalQL)}
+                                StackedDiscreteSAC, StackedDiscreteBCQ, StackedCQL, StackedSAC, StackedReBRAC, StackedCalQL,
+                                StackedBCQ)}
 
 
 def trainer_for(algos: list[Any], generators=None) -> StackedTrainer:
