@@ -16,7 +16,7 @@ from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from imaginebench.data import Episode, EpisodeDataset
 
-STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql", "sac", "rebrac", "calql", "bcq"]
+STACKED_ALGOS = ["bc", "discrete_bc", "td3bc", "discrete_cql", "iql", "discrete_sac", "discrete_bcq", "cql", "sac", "rebrac", "calql", "bcq", "prdc"]
 OPTIONS: dict = {"discrete_cql": {"target_update_interval": 5}, "discrete_sac": {"target_update_interval": 5},
            # a tight flexibility, so the imitator's mask really removes actions from the max
            "discrete_bcq": {"target_update_interval": 5, "action_flexibility": 0.9}}
@@ -174,8 +174,12 @@ def test_unsupported_settings_say_why():
     with pytest.raises(ValueError, match="deterministic policy only"):
         trainer_for([algo])
     prdc, _ = build("prdc", src, 0)
-    with pytest.raises(ValueError, match="has no stacked trainer"):
+    prdc.impl.index = None
+    with pytest.raises(ValueError, match="neighbour index attached"):
         trainer_for([prdc])
+    dt, _ = build("dt", src, 0)
+    with pytest.raises(ValueError, match="has no stacked trainer"):
+        trainer_for([dt])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -17,12 +17,12 @@ from imaginebench.algos.vectorised.discrete_bcq import StackedDiscreteBCQ
 from imaginebench.algos.vectorised.discrete_cql import StackedDiscreteCQL
 from imaginebench.algos.vectorised.discrete_sac import StackedDiscreteSAC
 from imaginebench.algos.vectorised.iql import StackedIQL
-from imaginebench.algos.vectorised.td3bc import StackedReBRAC, StackedTD3PlusBC
+from imaginebench.algos.vectorised.td3bc import StackedPRDC, StackedReBRAC, StackedTD3PlusBC
 
 STACKED: dict[str, type[StackedTrainer]] = {
     cls.algo_class: cls for cls in (StackedBC, StackedDiscreteBC, StackedTD3PlusBC, StackedDiscreteCQL, StackedIQL,
                                 StackedDiscreteSAC, StackedDiscreteBCQ, StackedCQL, StackedSAC, StackedReBRAC, StackedCalQL,
-                                StackedBCQ)}
+                                StackedBCQ, StackedPRDC)}
 
 
 def trainer_for(algos: list[Any], generators=None) -> StackedTrainer:

@@ -1,4 +1,4 @@
-"""TD3+BC, stacked over seeds (Fujimoto & Gu, "A Minimalist Approach to Offline Reinforcement
+"""TD3+BC (and PRDC, its dataset-constraint variant), stacked over seeds (Fujimoto & Gu, "A Minimalist Approach to Offline Reinforcement
 Learning", NeurIPS 2021).
 
 Reproduces d3rlpy's ``TD3PlusBCImpl``: a clipped double-Q critic regressed every step on
@@ -19,6 +19,8 @@ class StackedTD3PlusBC(StackedTrainer):
     """d3rlpy ``TD3PlusBC``."""
 
     algo_class = "TD3PlusBC"
+    regulariser_loss = "bc_loss"
+    """The name d3rlpy reports the actor's regulariser under."""
 
     def policy(self, module: str, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(linear(self.params, f"{module}._fc", self.encode(f"{module}._encoder", x)))
@@ -49,6 +51,10 @@ class StackedTD3PlusBC(StackedTrainer):
         return torch.stack([self.q(f"targ_q_funcs.{i}", batch.next_observations, next_action)
                             for i in range(self.n_critics)]).min(dim=0).values
 
+    def regulariser_target(self, batch: StackedBatch, pi: torch.Tensor) -> torch.Tensor:
+        """The action the actor is pulled towards (TD3+BC: the batch's own action)."""
+        return batch.actions
+
     def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
         cfg = self.config
         with torch.no_grad():
@@ -59,13 +65,38 @@ class StackedTD3PlusBC(StackedTrainer):
             pi = self.policy("policy", batch.observations)
             q_t = self.q("q_funcs.0", batch.observations, pi, params=self.detached("q_funcs.0"))
             lam = cfg.alpha / q_t.abs().mean(dim=(1, 2)).detach()
-            bc_loss = ((batch.actions - pi) ** 2).mean(dim=(1, 2))
+            bc_loss = ((self.regulariser_target(batch, pi) - pi) ** 2).mean(dim=(1, 2))
             actor_loss = lam * -q_t.mean(dim=(1, 2)) + bc_loss
             self.minimise("actor_optim", actor_loss)
             self.soft_update("targ_q_funcs", "q_funcs", cfg.tau)
             self.soft_update("targ_policy", "policy", cfg.tau)
-            out.update(actor_loss=actor_loss.detach(), bc_loss=bc_loss.detach())
+            out.update({"actor_loss": actor_loss.detach(), self.regulariser_loss: bc_loss.detach()})
         return out
+
+
+class StackedPRDC(StackedTD3PlusBC):
+    """The package's ``IndexedPRDC`` (d3rlpy's ``PRDC``; Ran et al., ICML 2023): TD3+BC whose actor is
+    pulled towards the action of the dataset point nearest to ``(β·s) ⊕ π(s)`` instead of the
+    batch's action.  Each seed asks its own algorithm's :class:`~imaginebench.algos.prdc.NeighbourIndex`
+    with its own policy's (detached) actions; seeds sharing one index are asked in one query."""
+
+    algo_class = "IndexedPRDC"
+    regulariser_loss = "dc_loss"
+
+    def __init__(self, algos, generators=None) -> None:
+        super().__init__(algos, generators)
+        if any(getattr(impl, "index", None) is None for impl in self.impls):
+            raise ValueError("Stacked PRDC needs every seed's neighbour index attached (prdc.attach_index).")
+
+    def regulariser_target(self, batch: StackedBatch, pi: torch.Tensor) -> torch.Tensor:
+        obs, actions = batch.observations, pi.detach()
+        indexes = [impl.index for impl in self.impls]
+        if all(index is indexes[0] for index in indexes):
+            s, b = obs.shape[:2]
+            nearest = indexes[0].neighbour_actions(obs.reshape(s * b, -1), actions.reshape(s * b, -1)).view(s, b, -1)
+        else:
+            nearest = torch.stack([index.neighbour_actions(obs[i], actions[i]) for i, index in enumerate(indexes)])
+        return nearest.to(pi.dtype)
 
 
 class StackedReBRAC(StackedTD3PlusBC):
