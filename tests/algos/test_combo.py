@@ -62,6 +62,47 @@ def test_ensemble_fits_a_linear_system_and_keeps_its_best_members_as_elites():
         assert not terminal.any()
 
 
+def test_the_per_phrasing_first_layer_equals_the_plain_one_in_outputs_and_gradients(monkeypatch):
+    from imaginebench.algos import combo
+    from imaginebench.algos.encoders import shortcuts
+
+    monkeypatch.setattr(combo, "SPLIT_MIN_ROWS", 8)
+
+    torch.manual_seed(0)
+    state, embed, action = 3, 40, 2
+    ensemble = GaussianEnsemble(4, 2, in_dim=state + embed + action, out_dim=state + 1, hidden_units=(16, 16),
+                                embedding_columns=(state, state + embed))
+    with torch.no_grad():  # normalisers away from the identity, so the split must apply them per column
+        ensemble.in_mean.normal_()
+        ensemble.in_std.uniform_(0.5, 2.0)
+    phrasings = torch.randn(3, embed)
+    x = torch.cat([torch.randn(4, 60, state), phrasings[torch.randint(3, (4, 60))], torch.randn(4, 60, action)], -1)
+
+    def run(split: bool):
+        ensemble.zero_grad()
+        with shortcuts(phrasings=split):
+            mean, logvar, logit = ensemble(x)
+        (mean.square().sum() + logvar.sum() + logit.sum()).backward()
+        return [mean, logvar, logit], [p.grad.clone() for p in ensemble.parameters()]
+
+    (split_out, split_grads), (plain_out, plain_grads) = run(True), run(False)
+    for a, b in zip(split_out + split_grads, plain_out + plain_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    members = torch.tensor([2, 0])  # a subset of members, as the rollouts ask
+    with shortcuts(phrasings=True):
+        sub = ensemble(x[:2], members)[0]
+    with shortcuts(phrasings=False):
+        torch.testing.assert_close(sub, ensemble(x[:2], members)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_the_fit_records_every_epochs_validation_error():
+    torch.manual_seed(0)
+    ensemble = GaussianEnsemble(3, 2, in_dim=5, out_dim=4, hidden_units=(16,))
+    fit = ensemble.fit(_linear_table(300, seed=0), weight_decay=(1e-5, 1e-5), max_epochs=4)
+    assert fit.history.shape == (fit.epochs, 3) == (4, 3)
+    assert (fit.history[-1] < fit.history[0]).all()  # it learns
+
+
 def test_a_constant_state_column_stays_constant_in_model_samples():
     import dataclasses
 
