@@ -182,6 +182,58 @@ def test_checkpoint_bytes_carry_the_dynamics_and_the_model_buffer():
     assert other.dynamics_fit is None
 
 
+def test_one_dynamics_fit_serves_every_seed_on_the_same_data_and_leaves_the_runs_random_stream_alone(monkeypatch):
+    from imaginebench.algos.combo import GaussianEnsemble as Ensemble
+    from imaginebench.config import data_home
+
+    source = _toy_source()
+    config = COMBOConfig(hidden_units=(32, 32), rollout_batch_size=256, rollout_freq=50, **TINY_DYNAMICS)
+    from imaginebench.algos.factory import build_algorithm
+
+    torch.manual_seed(1)
+    first = build_algorithm(config, source, batch_size=32)
+    before = torch.get_rng_state()
+    fit = first.fit_dynamics()
+    assert torch.equal(torch.get_rng_state(), before)  # the run's own stream is untouched
+    cached = list((data_home() / "cache" / "dynamics").glob("*.pt"))
+    assert [p.stem for p in cached] == [first.dynamics_key()]
+
+    torch.manual_seed(7)  # another run seed: other critics, the same dynamics
+    second = build_algorithm(config, source, batch_size=32)
+    monkeypatch.setattr(Ensemble, "fit", lambda *a, **k: pytest.fail("refitted despite the cache"))
+    assert second.fit_dynamics().epochs == fit.epochs
+    for name, value in first.impl.dynamics.state_dict().items():
+        torch.testing.assert_close(second.impl.dynamics.state_dict()[name], value, rtol=0, atol=0)
+    monkeypatch.undo()
+
+    # without the cache the fit is the same function of the data: equal again
+    for path in cached:
+        path.unlink()
+    torch.manual_seed(7)
+    third = build_algorithm(config, source, batch_size=32)
+    third.dynamics_cache = None
+    third.fit_dynamics()
+    for name, value in first.impl.dynamics.state_dict().items():
+        torch.testing.assert_close(third.impl.dynamics.state_dict()[name], value, rtol=0, atol=0)
+
+    # other data or other dynamics settings: another key
+    other_data = build_algorithm(config, _toy_source(seed=1), batch_size=32)
+    other_settings = build_algorithm(COMBOConfig(hidden_units=(32, 32), rollout_batch_size=256, rollout_freq=50,
+                                                 **{**TINY_DYNAMICS, "dynamics_max_epochs": 2}), source, batch_size=32)
+    assert len({first.dynamics_key(), other_data.dynamics_key(), other_settings.dynamics_key()}) == 3
+
+
+def test_a_damaged_cached_fit_is_refitted():
+    source = _toy_source()
+    _, algo = _build(source)
+    key = algo.dynamics_key()
+    algo.dynamics_cache.mkdir(parents=True, exist_ok=True)
+    (algo.dynamics_cache / f"{key}.pt").write_bytes(b"not a checkpoint")
+    fit = algo.fit_dynamics()
+    assert fit.epochs == 3 and bool(algo.impl.dynamics.trained)
+    assert torch.load(algo.dynamics_cache / f"{key}.pt", weights_only=False)["fit"]["epochs"] == 3
+
+
 def test_model_buffer_is_first_in_first_out():
     from imaginebench.algos.combo import ModelBuffer
 
@@ -212,6 +264,7 @@ class Stop(Exception):
 
 
 def test_a_killed_combo_run_resumes_to_the_numbers_of_an_uninterrupted_one(toy_envs, monkeypatch):
+    from imaginebench.config import data_home
     from imaginebench.evaluation import stable_view
     from imaginebench.training import RunSpec, run_dir, train
     from imaginebench.run_folder import CHECKPOINT_NAME
@@ -233,6 +286,7 @@ def test_a_killed_combo_run_resumes_to_the_numbers_of_an_uninterrupted_one(toy_e
     assert resumed.resumed_from == 20 and fits == [1]  # the checkpoint's ensemble, not a refit
 
     shutil.rmtree(run_dir(spec))
+    shutil.rmtree(data_home() / "cache" / "dynamics")  # fit again, not from the shared cache
     straight = train(spec, progress=False)
     assert fits == [1, 1]
     assert stable_view(straight.record) == stable_view(resumed.record)

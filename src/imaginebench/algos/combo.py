@@ -38,7 +38,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import json
+import logging
 import math
+import os
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
@@ -65,6 +70,8 @@ from torch import nn  # noqa: E402
 
 from imaginebench.algos.encoders import distinct_instructions  # noqa: E402
 from imaginebench.algos.sampler import torch_batch  # noqa: E402
+
+logger = logging.getLogger(__name__)
 
 ALGO_TYPE = "imaginebench_combo"
 MIN_STD = 1e-6
@@ -173,19 +180,28 @@ class GaussianEnsemble(nn.Module):
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for fan_in, fan_out in zip(dims[:-1], dims[1:]):
-            std = 1.0 / (2.0 * math.sqrt(fan_in))  # MBPO's truncated-normal initialisation
-            w = torch.empty(n_members, fan_in, fan_out)
-            nn.init.trunc_normal_(w, std=std, a=-2 * std, b=2 * std)
-            self.weights.append(nn.Parameter(w))
+            self.weights.append(nn.Parameter(torch.empty(n_members, fan_in, fan_out)))
             self.biases.append(nn.Parameter(torch.zeros(n_members, 1, fan_out)))
         self.max_logvar = nn.Parameter(torch.full((n_members, 1, out_dim), 0.5))
         self.min_logvar = nn.Parameter(torch.full((n_members, 1, out_dim), -10.0))
+        self.reset_parameters()
         self.register_buffer("in_mean", torch.zeros(in_dim))
         self.register_buffer("in_std", torch.ones(in_dim))
         self.register_buffer("out_mean", torch.zeros(out_dim))
         self.register_buffer("out_std", torch.ones(out_dim))
         self.register_buffer("elites", torch.arange(n_elites))
         self.register_buffer("trained", torch.zeros((), dtype=torch.bool))
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """MBPO's initialisation (truncated normal weights, zero biases, log-variance bounds 0.5 and
+        −10), drawn from torch's global generator."""
+        for w, b in zip(self.weights, self.biases):
+            std = 1.0 / (2.0 * math.sqrt(w.shape[1]))
+            nn.init.trunc_normal_(w, std=std, a=-2 * std, b=2 * std)
+            b.zero_()
+        self.max_logvar.fill_(0.5)
+        self.min_logvar.fill_(-10.0)
 
     def forward(self, x: torch.Tensor, members: Optional[torch.Tensor] = None
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -494,6 +510,7 @@ class COMBOConfig(LearnableConfig):
     dynamics_max_holdout: int = 1000
     dynamics_patience: int = 5
     dynamics_max_epochs: Optional[int] = None
+    dynamics_seed: int = 0
 
     def create(self, device: DeviceArg = False, enable_ddp: bool = False) -> "COMBO":
         return COMBO(self, device, enable_ddp)
@@ -510,7 +527,9 @@ class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
     _source: Any = None
     _table: Optional[TransitionTable] = None
     dynamics_fit: Optional[DynamicsFit] = None
-    """The report of the dynamics fit this process ran (``None`` if it ran none, e.g. resumed)."""
+    """The report of the dynamics fit this process ran or loaded (``None`` if neither, e.g. resumed)."""
+    dynamics_cache: Optional[Path] = None
+    """Folder of finished dynamics fits keyed by :meth:`dynamics_key` (``None``: fit every time)."""
 
     def inner_create_impl(self, observation_shape: Shape, action_size: int) -> None:
         cfg = self._config
@@ -570,14 +589,55 @@ class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
         return self._impl, self._table
 
     def fit_dynamics(self) -> DynamicsFit:
-        """Fit the ensemble on every transition of the attached source."""
+        """Fit the ensemble on every transition of the attached source, or load the fit of the same
+        data and settings from :attr:`dynamics_cache`.
+
+        The fit is a function of the data and the ``dynamics_*`` settings alone: it runs from
+        ``dynamics_seed`` (re-initialising the members) inside a fork of torch's generator, so the
+        run's own random stream is untouched and every seed of a grid cell — every cell on the same
+        data — gets the same model.  That is what lets one fit serve them all.
+        """
         impl, table = self._attached()
         cfg = self._config
-        self.dynamics_fit = impl.dynamics.fit(
-            table, learning_rate=cfg.dynamics_learning_rate, batch_size=cfg.dynamics_batch_size,
-            weight_decay=cfg.dynamics_weight_decay, holdout_ratio=cfg.dynamics_holdout_ratio,
-            max_holdout=cfg.dynamics_max_holdout, patience=cfg.dynamics_patience, max_epochs=cfg.dynamics_max_epochs)
+        key = self.dynamics_key()
+        cached = self.dynamics_cache / f"{key}.pt" if self.dynamics_cache is not None else None
+        if cached is not None and cached.exists():
+            try:
+                saved = torch.load(cached, map_location=impl.dynamics.in_mean.device, weights_only=False)
+                impl.dynamics.load_state_dict(saved["state"])
+                self.dynamics_fit = DynamicsFit(**saved["fit"])
+                return self.dynamics_fit
+            except Exception as e:  # a damaged cache file is refitted, never trusted
+                logger.warning("Refitting the dynamics: the cached fit %s could not be read (%s).", cached, e)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.dynamics_seed)
+            impl.dynamics.reset_parameters()
+            self.dynamics_fit = impl.dynamics.fit(
+                table, learning_rate=cfg.dynamics_learning_rate, batch_size=cfg.dynamics_batch_size,
+                weight_decay=cfg.dynamics_weight_decay, holdout_ratio=cfg.dynamics_holdout_ratio,
+                max_holdout=cfg.dynamics_max_holdout, patience=cfg.dynamics_patience,
+                max_epochs=cfg.dynamics_max_epochs)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+            torch.save({"state": impl.dynamics.state_dict(), "fit": dataclasses.asdict(self.dynamics_fit)}, tmp)
+            os.replace(tmp, cached)
         return self.dynamics_fit
+
+    def dynamics_key(self) -> str:
+        """SHA-256 (hex, 24 digits) of everything the dynamics fit depends on: the attached
+        transitions, the ensemble's shape, the ``dynamics_*`` settings and the device type."""
+        impl, table = self._attached()
+        cfg = self._config
+        h = hashlib.sha256(f"combo-dynamics-v1|{impl.dynamics.in_mean.device.type}".encode())
+        settings = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name.startswith("dynamics_")}
+        settings.update(ensemble_size=cfg.ensemble_size, n_elites=cfg.n_elites, state_dim=cfg.state_dim)
+        h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+        for f in dataclasses.fields(table):
+            tensor = getattr(table, f.name).detach().cpu().contiguous()
+            h.update(f"{f.name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+            h.update(tensor.numpy().tobytes())
+        return h.hexdigest()[:24]
 
     def _scaled(self, obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -48,6 +48,10 @@ class COMBOConfig(AlgoConfig):
         dynamics_max_holdout: ... at most this many.
         dynamics_patience: epochs without a 1% validation improvement before the fit stops.
         dynamics_max_epochs: cap on dynamics epochs (``None``: until early stopping).
+        dynamics_seed: seed of the dynamics fit.  The fit depends on the data and these settings
+            only (not on the run's seed), so the seeds and cells of a grid that train on the same
+            data share one fit, cached in ``<data home>/cache/dynamics``; run seeds vary the
+            policy, the critics and the sampling.
     """
 
     discrete: ClassVar[bool] = False
@@ -76,6 +80,7 @@ class COMBOConfig(AlgoConfig):
     dynamics_max_holdout: int = 1000
     dynamics_patience: int = 5
     dynamics_max_epochs: int | None = None
+    dynamics_seed: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -119,6 +124,7 @@ class COMBOConfig(AlgoConfig):
             dynamics_batch_size=self.dynamics_batch_size, dynamics_weight_decay=list(self.dynamics_weight_decay),
             dynamics_holdout_ratio=self.dynamics_holdout_ratio, dynamics_max_holdout=self.dynamics_max_holdout,
             dynamics_patience=self.dynamics_patience, dynamics_max_epochs=self.dynamics_max_epochs,
+            dynamics_seed=self.dynamics_seed,
             **self.optimizers("actor_optim_factory", "critic_optim_factory", "temp_optim_factory"),
         )
 
@@ -132,8 +138,11 @@ class COMBOConfig(AlgoConfig):
     def attach(self, algo, source) -> None:
         """Attach ``source``: its transitions fit the dynamics (lazily, in the first update of an
         untrained ensemble — a resumed checkpoint already holds the trained one) and its states
-        start the model rollouts."""
+        start the model rollouts; finished fits are shared through the data home's cache."""
+        from imaginebench.config import data_home
+
         algo.attach(source)
+        algo.dynamics_cache = data_home() / "cache" / "dynamics"
 
     def update(self, algo, source, batch_size: int) -> dict[str, float]:
         """One COMBO step: ``real_ratio · batch_size`` transitions of ``source`` (in its own
