@@ -34,6 +34,11 @@ PHRASINGS = 40
 """Distinct instructions in the random data (a level's bank holds a few dozen)."""
 
 
+RATES_VERSION = 2
+"""Part of every cached rate's key; raised when an algorithm's update gets faster (2: stacked BCQ and
+PRDC), so a data home's rates measured before are measured again, not reused."""
+
+
 def machine_key(threads: int) -> str:
     """CPU model, torch threads per run and torch version: what the measured rates depend on."""
     import torch
@@ -213,7 +218,7 @@ def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> Gri
             dims[spec.encoder] = int(get_encoder(spec.encoder).dim)
         dim = dims[spec.encoder]
         options = json.dumps(dict(spec.algo_options), sort_keys=True, default=str)
-        key = f"update {resolved.env_id} {resolved.algo.name} {spec.batch} {dim} {spec.standardize} {options}"
+        key = f"update v{RATES_VERSION} {resolved.env_id} {resolved.algo.name} {spec.batch} {dim} {spec.standardize} {options}"
         rate = cache.get(key, lambda: measure_update_rate(spec, dim, seconds))
         run_train = spec.steps / rate
         checkpoints = -(-spec.steps // spec.every)
