@@ -234,6 +234,50 @@ def test_a_damaged_cached_fit_is_refitted():
     assert torch.load(algo.dynamics_cache / f"{key}.pt", weights_only=False)["fit"]["epochs"] == 3
 
 
+def test_stacked_combo_seeds_equal_each_seed_trained_alone():
+    """Three seeds through the stacked trainer (rollout rounds, model batches, critic and actor) give
+    each seed the numbers of COMBO's own update run alone from the same random streams."""
+    from imaginebench.algos.factory import build_algorithm
+    from imaginebench.algos.vectorised import trainer_for
+    from imaginebench.algos.vectorised.batches import StackedSampler
+    from tests.algos.test_stacked import assert_close, params_of
+
+    config = COMBOConfig(hidden_units=(32, 32), rollout_batch_size=64, rollout_freq=5, rollout_horizon=2,
+                         model_retain_epochs=2, **TINY_DYNAMICS)
+    seeds, batch, steps = [0, 1, 2], 16, 12
+
+    def built(seed):
+        source = _toy_source()
+        source.rng = np.random.default_rng(seed)
+        torch.manual_seed(seed)
+        algo = build_algorithm(config, source, batch_size=batch)
+        generator = torch.Generator()
+        generator.set_state(torch.get_rng_state())
+        return source, algo, generator
+
+    lone = []
+    for seed in seeds:
+        source, algo, generator = built(seed)
+        torch.set_rng_state(generator.get_state())
+        for _ in range(steps):
+            config.update(algo, source, batch)
+        lone.append(algo)
+
+    runs = [built(seed) for seed in seeds]
+    trainer = trainer_for([a for _, a, _ in runs], [g for _, _, g in runs])
+    sampler = StackedSampler(runs[0][0], [src.rng for src, _, _ in runs], "cpu", runs[0][1].config.observation_scaler)
+    for _ in range(steps):
+        trainer.step(sampler.sample(trainer.source_rows(batch)))
+    trainer.write_back()
+    for (_, algo, _), alone in zip(runs, lone):
+        assert_close(params_of(algo), params_of(alone))
+        assert algo.grad_step == alone.grad_step == steps
+        torch.testing.assert_close(algo.impl.model_buffer.states, alone.impl.model_buffer.states)
+    assert len(lone[0].impl.model_buffer) == 2 * 64 * 2  # the buffer was refilled mid-run (and is full)
+    first, second = params_of(runs[0][1]), params_of(runs[1][1])
+    assert any(not torch.allclose(first[k], second[k]) for k in first if not k.startswith("dynamics"))
+
+
 def test_model_buffer_is_first_in_first_out():
     from imaginebench.algos.combo import ModelBuffer
 
@@ -291,6 +335,37 @@ def test_a_killed_combo_run_resumes_to_the_numbers_of_an_uninterrupted_one(toy_e
     assert fits == [1, 1]
     assert stable_view(straight.record) == stable_view(resumed.record)
     assert straight.record["algo"] == "combo" and straight.record["config"]["algorithm"]["rollout_freq"] == 7
+
+
+def test_stacked_combo_runs_give_the_records_of_seeds_trained_alone_and_resume(toy_envs):
+    from imaginebench.training import RunSpec, run_dir, train_seeds
+    from tests.training.test_stacked_runs import comparable
+
+    build_toy_data("ToyCont-v0", ("train",), episodes=30)
+    specs = [RunSpec("ToyCont-v0", "combo", seed=s, **SMALL) for s in (0, 1)]
+
+    together = train_seeds(specs, progress=False)
+    assert all(r.record["timing"]["engine"] == "stacked" for r in together)
+    for spec in specs:
+        shutil.rmtree(run_dir(spec))
+    alone = train_seeds(specs, stack=False, progress=False)
+    assert all(r.record["timing"]["engine"] == "d3rlpy" for r in alone)
+    for a, b in zip(together, alone):
+        assert comparable(a.record) == comparable(b.record)
+
+    for spec in specs:  # killed inside the stacked step-20 checkpoints, then resumed
+        shutil.rmtree(run_dir(spec))
+
+    def kill(step, entry):
+        if step == 20:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train_seeds(specs, progress=False, on_checkpoint=kill)
+    resumed = train_seeds(specs, progress=False)
+    assert [r.resumed_from for r in resumed] == [20, 10]
+    for a, b in zip(resumed, alone):
+        assert comparable(a.record) == comparable(b.record)
 
 
 def test_combo_needs_continuous_actions_on_the_command_line(toy_envs):

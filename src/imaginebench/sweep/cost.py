@@ -131,7 +131,7 @@ def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0)
     if type(algo).__name__ in STACKED:
         trainer = trainer_for([algo])
         sampler = StackedSampler(source, [np.random.default_rng(0)], algo.impl.device, algo.config.observation_scaler)
-        return _timed(lambda: trainer.step(sampler.sample(batch)), seconds)
+        return _timed(lambda: trainer.step(sampler.sample(trainer.source_rows(batch))), seconds)
     return _timed(lambda: config.update(algo, source, batch), seconds)
 
 

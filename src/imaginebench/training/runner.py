@@ -242,7 +242,7 @@ def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
     generators = [r.generator for r in runs]
     trainer = trainer_for([r.algo for r in runs], generators)
     sampler = StackedSampler(runs[0].source, [r.source.rng for r in runs], device, runs[0].algo.config.observation_scaler)
-    cuda = str(device).startswith("cuda")
+    cuda = str(device).startswith("cuda") and trainer.graphable
     seeds = ",".join(str(r.spec.seed) for r in runs)
     label = f"{runs[0].domain.env_id} {runs[0].algo_spec.name} {spec.level}/{spec.data_tag} seeds {seeds}"
     bar = tqdm(total=spec.steps, initial=runs[0].step, desc=label, unit="step", disable=not progress,
@@ -258,7 +258,7 @@ def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
                     if cuda:  # one CUDA-graph replay per step (same arithmetic as the eager step)
                         trainer.graph_step(sampler, runs[0].batch)
                     else:
-                        trainer.step(sampler.sample(runs[0].batch))
+                        trainer.step(sampler.sample(trainer.source_rows(runs[0].batch)))
             trainer.write_back()
             dt = time.perf_counter() - t0
             losses = trainer.losses()

@@ -130,10 +130,7 @@ class COMBOConfig(AlgoConfig):
 
     def batch_split(self, batch_size: int) -> tuple[int, int]:
         """``(source rows, model rows)`` of a batch of ``batch_size`` (at least one of each)."""
-        if batch_size < 2:
-            raise UsageError(f"COMBO needs a batch of at least 2 (data and model rows), got {batch_size}.")
-        n_model = min(batch_size - 1, max(1, round((1.0 - self.real_ratio) * batch_size)))
-        return batch_size - n_model, n_model
+        return split_batch(batch_size, self.real_ratio)
 
     def attach(self, algo, source) -> None:
         """Attach ``source``: its transitions fit the dynamics (lazily, in the first update of an
@@ -149,3 +146,11 @@ class COMBOConfig(AlgoConfig):
         real/imaginary shares), the rest from the model buffer."""
         n_real, n_model = self.batch_split(batch_size)
         return algo.combo_update(source.sample_transition_batch(n_real), n_model)
+
+
+def split_batch(batch_size: int, real_ratio: float) -> tuple[int, int]:
+    """``(source rows, model rows)`` of a COMBO batch of ``batch_size`` (at least one of each)."""
+    if batch_size < 2:
+        raise UsageError(f"COMBO needs a batch of at least 2 (data and model rows), got {batch_size}.")
+    n_model = min(batch_size - 1, max(1, round((1.0 - real_ratio) * batch_size)))
+    return batch_size - n_model, n_model

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from imaginebench.algos.vectorised.base import StackedBatch, StackedTrainer
-from imaginebench.algos.vectorised.bcq import StackedBCQ
 from imaginebench.algos.vectorised.bc import StackedBC, StackedDiscreteBC
+from imaginebench.algos.vectorised.bcq import StackedBCQ
+from imaginebench.algos.vectorised.combo import StackedCOMBO
 from imaginebench.algos.vectorised.cql import StackedCalQL, StackedCQL, StackedSAC
 from imaginebench.algos.vectorised.discrete_bcq import StackedDiscreteBCQ
 from imaginebench.algos.vectorised.discrete_cql import StackedDiscreteCQL
@@ -22,7 +23,7 @@ from imaginebench.algos.vectorised.td3bc import StackedPRDC, StackedReBRAC, Stac
 STACKED: dict[str, type[StackedTrainer]] = {
     cls.algo_class: cls for cls in (StackedBC, StackedDiscreteBC, StackedTD3PlusBC, StackedDiscreteCQL, StackedIQL,
                                 StackedDiscreteSAC, StackedDiscreteBCQ, StackedCQL, StackedSAC, StackedReBRAC, StackedCalQL,
-                                StackedBCQ, StackedPRDC)}
+                                StackedBCQ, StackedPRDC, StackedCOMBO)}
 
 
 def trainer_for(algos: list[Any], generators=None) -> StackedTrainer:

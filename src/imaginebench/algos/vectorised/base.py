@@ -115,6 +115,11 @@ class StackedTrainer:
 
     algo_class: ClassVar[str] = ""
     """Name of the d3rlpy algorithm class whose update this trainer reproduces."""
+    skip_modules: ClassVar[tuple[str, ...]] = ()
+    """Module fields left out of stacking (no optimiser of the update steps them; each seed's own
+    module is used, e.g. COMBO's fitted dynamics and its model buffer)."""
+    graphable: ClassVar[bool] = True
+    """Whether a step can be a CUDA-graph replay (no host-side work inside the step)."""
 
     def __init__(self, algos: Sequence[Any], generators: Sequence[torch.Generator] | None = None) -> None:
         if not algos:
@@ -141,6 +146,8 @@ class StackedTrainer:
         self._optim_fields: list[str] = []
         for f in dataclasses.fields(mods[0]):
             first = getattr(mods[0], f.name)
+            if f.name in self.skip_modules:
+                continue
             if isinstance(first, OptimizerWrapper):
                 self._optim_fields.append(f.name)
                 continue
@@ -231,7 +238,19 @@ class StackedTrainer:
         for algo in self.algos:
             algo.set_grad_step(self.grad_step)
 
+    def write_back_module(self, module: str, seed: int) -> None:
+        """Copy seed ``seed``'s stacked parameters of ``module`` (e.g. ``policy``) into its d3rlpy
+        algorithm, for host-side work that runs the d3rlpy module (COMBO's model rollouts)."""
+        with torch.no_grad():
+            for name in self._module_names(module):
+                if name in self._sources:
+                    self._sources[name][seed].copy_(self._layout(name, self.params[name][seed]))
+
     # ------------------------------------------------------------------ steps
+    def source_rows(self, batch_size: int) -> int:
+        """Rows of each seed's batch drawn from the data source (COMBO: the rest from its model)."""
+        return batch_size
+
     def step(self, batch: StackedBatch) -> None:
         """One gradient step of every seed (``grad_step`` as d3rlpy counts it)."""
         self._noise_calls = 0

@@ -156,26 +156,14 @@ class StackedCQL(StackedSAC):
     # ------------------------------------------------------------------ the update
     def update(self, batch: StackedBatch, grad_step: int) -> dict[str, torch.Tensor]:
         cfg = self.config
-        n = cfg.n_action_samples
         obs, next_obs = batch.observations, batch.next_observations
         with torch.no_grad():
             next_mu, _ = self.policy(next_obs)
             target = self.qs("targ_q_funcs", next_obs, torch.tanh(next_mu)).min(dim=0).values
             y = batch.rewards + cfg.gamma * target * (1 - batch.terminals)
 
-        values_t, log_probs_t = self.policy_values(obs, obs, n)
-        values_tp1, log_probs_tp1 = self.policy_values(next_obs, obs, n)
-        values_t, values_tp1 = self.floor(values_t, batch), self.floor(values_tp1, batch)
-        s, b = obs.shape[:2]
-        random_actions = self.rand_symmetric((b * n, self.action_size))
-        random_values = self.qs_repeated("q_funcs", obs, n, random_actions).view(self.n_critics, s, b, n)
-        random_log_prob = math.log(0.5**self.action_size)
-        stacked = torch.cat([values_t - log_probs_t, values_tp1 - log_probs_tp1, random_values - random_log_prob],
-                            dim=3)
-        logsumexp = torch.logsumexp(stacked, dim=3, keepdim=True)  # (C, S, B, 1)
         data_values = self.qs("q_funcs", obs, batch.actions)  # (C, S, B, 1)
-        conservative = cfg.conservative_weight * ((logsumexp - data_values).mean(dim=(2, 3)) - cfg.alpha_threshold)
-        conservative = conservative.t()  # (S, C)
+        conservative = self.conservative(batch, data_values)  # (S, C)
 
         out: dict[str, torch.Tensor] = {}
         log_alpha = "log_alpha._parameter"
@@ -194,6 +182,27 @@ class StackedCQL(StackedSAC):
         self.soft_update("targ_q_funcs", "q_funcs", cfg.tau)
         return out
 
+    def logsumexp(self, obs: torch.Tensor, next_obs: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
+        """CQL's importance-sampled ``log Σ_a exp Q(s, a)`` at ``obs (S, B, D)``: ``(C, S, B, 1)``
+        (policy samples at ``obs`` and at ``next_obs``, and uniform actions)."""
+        n = self.config.n_action_samples
+        values_t, log_probs_t = self.policy_values(obs, obs, n)
+        values_tp1, log_probs_tp1 = self.policy_values(next_obs, obs, n)
+        values_t, values_tp1 = self.floor(values_t, batch), self.floor(values_tp1, batch)
+        s, b = obs.shape[:2]
+        random_actions = self.rand_symmetric((b * n, self.action_size))
+        random_values = self.qs_repeated("q_funcs", obs, n, random_actions).view(self.n_critics, s, b, n)
+        random_log_prob = math.log(0.5**self.action_size)
+        stacked = torch.cat([values_t - log_probs_t, values_tp1 - log_probs_tp1, random_values - random_log_prob],
+                            dim=3)
+        return torch.logsumexp(stacked, dim=3, keepdim=True)
+
+    def conservative(self, batch: StackedBatch, data_values: torch.Tensor) -> torch.Tensor:
+        """The conservative term per seed and critic, ``(S, C)``, before the multiplier α."""
+        cfg = self.config
+        logsumexp = self.logsumexp(batch.observations, batch.next_observations, batch)
+        return (cfg.conservative_weight * ((logsumexp - data_values).mean(dim=(2, 3)) - cfg.alpha_threshold)).t()
+
     def floor(self, values: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
         """The policy's sampled Q-values in the conservative term (CQL: as they are)."""
         return values
@@ -204,6 +213,27 @@ class StackedCalQL(StackedCQL):
     conservative term are floored at the row's Monte-Carlo return-to-go."""
 
     algo_class = "CalQL"
+
+    def logsumexp(self, obs: torch.Tensor, next_obs: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
+        """CQL's importance-sampled ``log Σ_a exp Q(s, a)`` at ``obs (S, B, D)``: ``(C, S, B, 1)``
+        (policy samples at ``obs`` and at ``next_obs``, and uniform actions)."""
+        n = self.config.n_action_samples
+        values_t, log_probs_t = self.policy_values(obs, obs, n)
+        values_tp1, log_probs_tp1 = self.policy_values(next_obs, obs, n)
+        values_t, values_tp1 = self.floor(values_t, batch), self.floor(values_tp1, batch)
+        s, b = obs.shape[:2]
+        random_actions = self.rand_symmetric((b * n, self.action_size))
+        random_values = self.qs_repeated("q_funcs", obs, n, random_actions).view(self.n_critics, s, b, n)
+        random_log_prob = math.log(0.5**self.action_size)
+        stacked = torch.cat([values_t - log_probs_t, values_tp1 - log_probs_tp1, random_values - random_log_prob],
+                            dim=3)
+        return torch.logsumexp(stacked, dim=3, keepdim=True)
+
+    def conservative(self, batch: StackedBatch, data_values: torch.Tensor) -> torch.Tensor:
+        """The conservative term per seed and critic, ``(S, C)``, before the multiplier α."""
+        cfg = self.config
+        logsumexp = self.logsumexp(batch.observations, batch.next_observations, batch)
+        return (cfg.conservative_weight * ((logsumexp - data_values).mean(dim=(2, 3)) - cfg.alpha_threshold)).t()
 
     def floor(self, values: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
         return torch.maximum(values, batch.returns_to_go(self.config.gamma).unsqueeze(0))
