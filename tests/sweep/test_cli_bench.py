@@ -118,3 +118,28 @@ def test_a_grids_estimate_adds_up_its_runs(toy_envs, data_home):
     assert whole.runs == 3 and one.runs == 1
     assert whole.train_s == pytest.approx(3 * one.train_s) and whole.eval_s == pytest.approx(3 * one.eval_s)
     assert one.train_s > 0 and one.eval_s > 0
+
+
+def test_combos_dynamics_fit_is_priced_once_per_dataset(toy_envs, data_home):
+    from imaginebench.sweep.cost import estimate
+    from imaginebench.training import RunSpec
+    from tests.algos.helpers import HASH_ENCODER, build_toy_data
+
+    options = (("hidden_units", (16,)), ("dynamics_hidden_units", (16, 16)),
+               ("dynamics_weight_decay", (1e-5, 1e-5, 1e-5)), ("ensemble_size", 3), ("n_elites", 2))
+    specs = [RunSpec("ToyCont-v0", "combo", seed=s, profile="tiny", encoder=HASH_ENCODER, train_steps=40,
+                     checkpoint_every=10, batch_size=16, data="real",
+                     algo_options=(*options, ("dynamics_max_epochs", epochs)))
+             for s in (0, 1, 2) for epochs in (4,)]
+    missing = estimate(specs)
+    assert "0 of 1 priced (the rest: data not built yet)" in missing.describe()
+
+    build_toy_data("ToyCont-v0", ("train",), episodes=30)
+    three, one = estimate(specs), estimate(specs[:1])
+    assert "1 of 1 priced" in three.describe()
+    fit = one.train_s - missing.train_s / 3  # one run's training plus the one fit
+    assert fit > 0
+    assert three.train_s == pytest.approx(missing.train_s + fit)  # the seeds share the fit
+    uncapped = [RunSpec("ToyCont-v0", "combo", seed=0, profile="tiny", encoder=HASH_ENCODER, train_steps=40,
+                        checkpoint_every=10, batch_size=16, data="real", algo_options=options)]
+    assert "(the rest: no epoch cap)" in estimate(uncapped).describe()

@@ -8,7 +8,9 @@ embedding width, a few dozen phrasings) through the runner's own update (the sta
 with one seed where the algorithm has one, else d3rlpy's through :meth:`AlgoConfig.update`), and
 one evaluation by the protocol's own :class:`~imaginebench.evaluation.Evaluator`.  Measurements
 are kept in ``<data home>/cost/<machine>.json`` (machine = CPU model, torch threads per run,
-torch version), so a grid pays for them once.  Evaluation is timed with a policy that acts at
+torch version), so a grid pays for them once.  COMBO's dynamics fit is priced once per dataset
+(its seeds and cells share one fit): the epoch cap times one epoch over the dataset's transitions,
+where the dataset is already in the data home.  Evaluation is timed with a policy that acts at
 random: the policy network's own cost at evaluation is not counted (small beside the
 simulators here).
 
@@ -135,6 +137,48 @@ def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0)
     return _timed(lambda: config.update(algo, source, batch), seconds)
 
 
+def measure_dynamics_epoch(spec: RunSpec, embedding_dim: int, transitions: int, seconds: float = 1.0) -> float:
+    """Seconds of one epoch of COMBO's dynamics fit over ``transitions`` (its steps of 256 rows per
+    member timed on random data of the domain's width, through the ensemble's own loss and Adam)."""
+    import torch
+    import torch.nn.functional as F
+
+    from imaginebench.algos.combo import GaussianEnsemble
+    from imaginebench.training.spec import resolve_run
+
+    resolved = resolve_run(spec)
+    domain = resolved.domain
+    cfg = resolved.algo.default_config(**dict(spec.algo_options))
+    in_dim = domain.state_dim + embedding_dim + domain.action_dim
+    ensemble = GaussianEnsemble(cfg.ensemble_size, cfg.n_elites, in_dim, domain.state_dim + 1,
+                                cfg.dynamics_hidden_units, (domain.state_dim, domain.state_dim + embedding_dim))
+    optim = torch.optim.Adam(ensemble.parameters(), lr=cfg.dynamics_learning_rate)
+    m, b = cfg.ensemble_size, cfg.dynamics_batch_size
+    x, y = torch.randn(m, b, in_dim), torch.randn(m, b, domain.state_dim + 1)
+
+    def step() -> None:
+        mean, logvar, logit = ensemble(x)
+        loss = ((mean - y) ** 2 * torch.exp(-logvar) + logvar).mean() + F.softplus(logit).mean()
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+
+    per_step = 1.0 / _timed(step, seconds)
+    train_rows = transitions - min(cfg.dynamics_max_holdout, int(transitions * cfg.dynamics_holdout_ratio))
+    return per_step * -(-train_rows // b)
+
+
+def _dataset_transitions(spec: RunSpec) -> int | None:
+    """Transitions of ``spec``'s training data in the data home (``None`` when it is not there yet)."""
+    from imaginebench.training.sources import load_sources
+
+    try:
+        sources, _, _ = load_sources(spec, spec.env_id)
+    except (FileNotFoundError, OSError, ValueError):
+        return None
+    return int(sum(d.num_transitions for d in sources.values()))
+
+
 def measure_evaluation(spec: RunSpec, level: str) -> float:
     """Seconds of one checkpoint's evaluation of ``level`` by the protocol (``spec``'s episodes per
     task and seed), with a policy that acts at random: every episode runs to its horizon."""
@@ -169,6 +213,7 @@ class GridEstimate:
     train_s: float
     eval_s: float
     per_algo: dict[str, float]
+    note: str = ""
 
     @property
     def core_hours(self) -> float:
@@ -180,7 +225,7 @@ class GridEstimate:
         wall = f"; ~{_hours(total / cpus)} wall on {cpus} CPUs" if cpus else ""
         return (f"estimated cost: {self.runs} runs, ~{_hours(total)} of one core (training {_hours(self.train_s)}, "
                 f"evaluation {_hours(self.eval_s)}; by algorithm: {algos}){wall}. Measured on this machine; runs "
-                "already done are skipped, so this is an upper bound.")
+                "already done are skipped, so this is an upper bound." + (f" {self.note}." if self.note else ""))
 
 
 def _hours(seconds: float) -> str:
@@ -210,6 +255,8 @@ def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> Gri
     train_s = eval_s = 0.0
     per_algo: dict[str, float] = {}
     dims: dict[str | None, int] = {}
+    fits: dict[tuple, float] = {}  # COMBO: one dynamics fit per dataset, shared by its seeds and cells
+    unpriced: set[str] = set()
     count = 0
     for spec in specs:
         count += 1
@@ -218,6 +265,22 @@ def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> Gri
             dims[spec.encoder] = int(get_encoder(spec.encoder).dim)
         dim = dims[spec.encoder]
         options = json.dumps(dict(spec.algo_options), sort_keys=True, default=str)
+        if resolved.algo.name == "combo":
+            cfg = resolved.algo.default_config(**dict(spec.algo_options))
+            dynamics = json.dumps({k: v for k, v in cfg.to_dict().items() if k.startswith("dynamics_")
+                                   or k in ("ensemble_size", "n_elites")}, sort_keys=True, default=str)
+            data_key = (resolved.env_id, spec.level, spec.data, spec.profile_name, spec.encoder, dynamics)
+            if data_key not in fits:
+                n = _dataset_transitions(spec)
+                if n is None or cfg.dynamics_max_epochs is None:
+                    fits[data_key] = 0.0
+                    unpriced.add("data not built yet" if n is None else "no epoch cap")
+                else:
+                    fkey = f"dynamics-epoch v{RATES_VERSION} {resolved.env_id} {dim} {dynamics} {n}"
+                    epoch = cache.get(fkey, lambda: measure_dynamics_epoch(spec, dim, n, seconds))
+                    fits[data_key] = cfg.dynamics_max_epochs * epoch
+                    train_s += fits[data_key]
+                    per_algo["combo"] = per_algo.get("combo", 0.0) + fits[data_key]
         key = f"update v{RATES_VERSION} {resolved.env_id} {resolved.algo.name} {spec.batch} {dim} {spec.standardize} {options}"
         rate = cache.get(key, lambda: measure_update_rate(spec, dim, seconds))
         run_train = spec.steps / rate
@@ -229,4 +292,6 @@ def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> Gri
         train_s += run_train
         eval_s += run_eval
         per_algo[resolved.algo.name] = per_algo.get(resolved.algo.name, 0.0) + run_train + run_eval
-    return GridEstimate(count, train_s, eval_s, per_algo)
+    note = (f"COMBO's dynamics fits: {sum(1 for v in fits.values() if v)} of {len(fits)} priced"
+            + (f" (the rest: {', '.join(sorted(unpriced))})" if unpriced else "")) if fits else ""
+    return GridEstimate(count, train_s, eval_s, per_algo, note)
