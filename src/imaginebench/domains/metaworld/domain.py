@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task, index_tasks
 from imaginebench.domains.metaworld import layout as L
 from imaginebench.domains.metaworld import success as S
 from imaginebench.domains.metaworld.tasks import build_tasks, rule_of
@@ -70,6 +70,49 @@ def legality_errors(state: np.ndarray) -> list[str]:
     return errors
 
 
+_SCENE_MASKS = np.array([sum(1 << i for i in scene) for scene in SCENES], dtype=np.int64)
+"""Each scene's slots as a bit mask (bit ``i``: slot ``i``)."""
+_SLOT_BITS = np.array([1 << i for i in range(L.N_SLOTS)], dtype=np.int64)
+
+
+def legal_rows(states: np.ndarray) -> np.ndarray:
+    """Whether each row of ``(N, 91)`` states has no :func:`legality_errors` (``(N,)`` bool;
+    non-finite rows are illegal): the same checks as array code, for imagined batches.
+
+    A quaternion norm is a BLAS dot product per row, whose summation order a build may choose;
+    rows with a norm within ``S.REFINE_TOLERANCE`` of its bound are decided by :func:`legality_errors`.
+    """
+    s = np.asarray(states, dtype=np.float64)
+    finite = np.isfinite(s).all(axis=1)
+    legal = finite.copy()
+    s = np.where(finite[:, None], s, 0.0)
+    tol = BOUND_TOLERANCE
+    hand = s[:, L.HAND]
+    legal &= ~(np.any(hand < HAND_BOUNDS[0] - tol, axis=1) | np.any(hand > HAND_BOUNDS[1] + tol, axis=1))
+    grip = s[:, L.GRIPPER]
+    legal &= (-GRIPPER_TOLERANCE <= grip) & (grip <= 1 + GRIPPER_TOLERANCE)
+    lo, hi = WORKSPACE_BOUNDS
+    goal = s[:, L.GOAL]
+    legal &= ~(np.any(goal < lo - tol, axis=1) | np.any(goal > hi + tol, axis=1))
+    slots = s[:, L.SLOTS_START:].reshape(len(s), L.N_SLOTS, L.SLOT_SIZE)
+    occupied = ~np.all(np.abs(slots) <= EMPTY_TOLERANCE, axis=2)
+    outside = np.any(slots[..., :3] < lo - tol, axis=2) | np.any(slots[..., :3] > hi + tol, axis=2)
+    legal &= ~np.any(occupied & outside, axis=1)
+    q = slots[..., 3:]
+    norm = np.sqrt(((0.0 + q[..., 0] * q[..., 0]) + q[..., 1] * q[..., 1]) + q[..., 2] * q[..., 2]
+                   + q[..., 3] * q[..., 3])  # np.linalg.norm of a 4-vector, summed as its ddot
+    off = np.abs(norm - 1.0)
+    legal &= ~np.any(occupied & (off > QUAT_TOLERANCE), axis=1)
+    bits = (occupied * _SLOT_BITS).sum(axis=1)
+    extra = bits[:, None] & ~_SCENE_MASKS  # occupied slots outside each scene
+    one_scene = ((bits[:, None] & _SCENE_MASKS) == _SCENE_MASKS) & ((extra & (extra - 1)) == 0)
+    legal &= one_scene.any(axis=1)
+    unsure = np.any(occupied & (np.abs(off - QUAT_TOLERANCE) <= S.REFINE_TOLERANCE), axis=1)
+    for i in np.flatnonzero(unsure & finite):
+        legal[i] = not legality_errors(s[i])
+    return legal
+
+
 class MetaWorldDomain(Domain):
     """Sawyer-arm manipulation tasks of Meta-World on one 91-dim entity-slot state (see :mod:`.env`).
 
@@ -110,6 +153,33 @@ class MetaWorldDomain(Domain):
         success, next_p, terms = S.reward_terms(task.family, rule_of(task), state, next_state, progress)
         return StepOutcome(success=success, reward=float(sum(terms.values())), progress=next_p, terms=terms)
 
+    def outcome_batch(
+        self,
+        tasks: Sequence[Task],
+        states: np.ndarray,
+        actions: np.ndarray,
+        next_states: np.ndarray,
+        progress: Sequence[np.ndarray],
+    ) -> BatchOutcome:
+        """:meth:`outcome` of every row as array code (the honest filter scores large imagined
+        batches): rows are grouped by task, whose family and rule parameters they share, and
+        each group is scored by :func:`.success.outcome_rows`; results keep the rows' order."""
+        states, _, next_states = self._check_batch(tasks, states, actions, next_states, progress)
+        n = len(tasks)
+        p = np.asarray(progress, dtype=np.float64)
+        if p.ndim == 0 or len(p) != n or p.size != n * S.PROGRESS_DIM:  # each record reshapes to (1,), as per row
+            raise ValueError(f"{self.env_id}: expected progress of shape ({n}, {S.PROGRESS_DIM}), got {p.shape}")
+        p = p.reshape(n, S.PROGRESS_DIM)
+        success = np.zeros(n, dtype=bool)
+        reward = np.zeros(n, dtype=np.float64)
+        next_p = np.zeros((n, S.PROGRESS_DIM), dtype=np.float64)
+        distinct, codes = index_tasks(tasks)
+        for k, task in enumerate(distinct):
+            rows = slice(None) if len(distinct) == 1 else np.flatnonzero(codes == k)
+            success[rows], reward[rows], next_p[rows] = S.outcome_rows(
+                task.family, rule_of(task), states[rows], next_states[rows], p[rows])
+        return BatchOutcome(success=success, reward=reward, progress=list(next_p))
+
     def success(self, task: Task, state: np.ndarray, progress: np.ndarray | None = None) -> bool:
         """Whether ``task`` holds in ``state`` (``progress``: the record so far; default: the
         record of an episode starting in ``state``)."""
@@ -130,3 +200,7 @@ class MetaWorldDomain(Domain):
     def legality_errors(self, state: np.ndarray) -> list[str]:
         """Why ``state`` is illegal (empty when legal)."""
         return legality_errors(state)
+
+    def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
+        """:meth:`is_legal` of every row of an ``(N, 91)`` array, as array code."""
+        return legal_rows(self._check_states("states", states, None))

@@ -29,6 +29,10 @@ successful transition counts as 0) + ``SUCCESS_BONUS`` when ``s'`` succeeds.  Di
 metres: the tool centre's distance to the point it must act on (beyond ``APPROACH_RADIUS``)
 plus the task's own distance beyond its threshold; staged tasks add ``STAGE_DISTANCE`` for
 each stage still to do.
+
+The per-row functions are the reference; the section at the end repeats them as array code over
+``(n, 91)`` rows (``*_rows``, :func:`outcome_rows`) for batches of imagined transitions, with the
+same answers.
 """
 
 from __future__ import annotations
@@ -382,3 +386,325 @@ def reward_terms(
         "shaping": SHAPING_SCALE * (before - after),
         "success_bonus": SUCCESS_BONUS if success else 0.0,
     }
+
+
+# ============================================================================ array versions
+# The rules above over the rows of an ``(n, 91)`` array: the imagination stage's honest filter
+# scores large batches of imagined transitions, where a Python call per row dominates.  Each
+# function performs its per-row counterpart's float operations in the same order, so that the
+# answers are the per-row ones bit for bit:
+#
+# * sums run left to right as written above; ``x @ y`` of two small vectors is the sequential
+#   sum ``((0.0 + x0*y0) + x1*y1) + ...`` (what the BLAS ``ddot`` does for 3 and 4 entries);
+# * Python's ``max(0.0, v)`` is ``v if v > 0.0 else 0.0`` (:func:`_max0`): a NaN becomes 0.0,
+#   which ``np.maximum`` would not do;
+# * rotations use ``np.cross`` exactly as :func:`.layout.rotate` does.
+#
+# Two things can still differ in the last bit: numpy's ``arctan2``/``sin``/``cos`` are not
+# libm's (the door angle), and a BLAS build may sum a dot product in another order.  A success
+# test or stage latch that reads such a value and lands within :data:`REFINE_TOLERANCE` of its
+# threshold flags its row as *unsure*, and :func:`outcome_rows` recomputes that row with
+# :func:`reward_terms`.  Non-finite states go through the same code (IEEE arithmetic is the same
+# for numpy and Python floats), so they also get the per-row answers.
+
+REFINE_TOLERANCE = 1e-9
+"""A thresholded value computed through a dot product or a trigonometric function this close to
+its threshold sends its row to the per-row code."""
+
+RowRule = Callable[[Params, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+"""``rule(params, states) -> (success, distance, unsure)``, each ``(n,)``."""
+StagedRowRule = Callable[[Params, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+"""``rule(params, states, stages_done) -> (success, distance, unsure)``."""
+RowLatch = Callable[[Params, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``latch(params, states) -> (stage_done, unsure)``."""
+
+
+def _pos_rows(s: np.ndarray, entity: str) -> np.ndarray:
+    start = L.SLOTS_START + L.SLOT_SIZE * L.SLOT[entity]
+    return s[:, start:start + 3]
+
+
+def _quat_rows(s: np.ndarray, entity: str) -> np.ndarray:
+    start = L.SLOTS_START + L.SLOT_SIZE * L.SLOT[entity] + 3
+    return s[:, start:start + 4]
+
+
+def _dot_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise ``a @ b`` summed as the per-row ``ddot`` sums it (``b`` may be one vector)."""
+    out = 0.0 + a[:, 0] * b[..., 0]
+    for k in range(1, a.shape[1]):
+        out = out + a[:, k] * b[..., k]
+    return out
+
+
+def _dist_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    d = a - b
+    return np.sqrt(_dot_rows(d, d))
+
+
+def _max0(v: np.ndarray) -> np.ndarray:
+    """Python's ``max(0.0, v)`` per entry (0.0 for NaN and for ``v <= 0``)."""
+    return np.where(v > 0.0, v, 0.0)
+
+
+def _near(value: np.ndarray, threshold: float) -> np.ndarray:
+    """Where a value that may differ from the per-row one in its last bits sits at its threshold."""
+    return np.abs(value - threshold) <= REFINE_TOLERANCE
+
+
+def _none(s: np.ndarray) -> np.ndarray:
+    return np.zeros(len(s), dtype=bool)
+
+
+def _quat_mul_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise :func:`.layout.quat_mul`."""
+    aw, ax, ay, az = a.T
+    bw, bx, by, bz = b.T
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=1)
+
+
+def _quat_conj_rows(q: np.ndarray) -> np.ndarray:
+    return np.concatenate([q[:, :1], -q[:, 1:]], axis=1)
+
+
+def _rotate_rows(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise :func:`.layout.rotate` of the fixed vector ``v`` (a zero quaternion leaves it)."""
+    n = _dot_rows(q, q)
+    t = 2.0 * np.cross(q[:, 1:], v)
+    turned = v + (q[:, :1] * t + np.cross(q[:, 1:], t)) / n[:, None]
+    return np.where((n == 0.0)[:, None], v, turned)
+
+
+def _local_point_rows(s: np.ndarray, entity: str, offset: np.ndarray) -> np.ndarray:
+    return _pos_rows(s, entity) + _rotate_rows(_quat_rows(s, entity), offset)
+
+
+def tcp_rows(s: np.ndarray) -> np.ndarray:
+    """:func:`tcp` of every row."""
+    shift = np.zeros((len(s), 3))
+    shift[:, 1] = _max0(0.5 * (FINGER_GAP_OPEN - 2 * LEFT_FINGER_TRAVEL - 0.1 * s[:, L.GRIPPER]))
+    return s[:, L.HAND] + TCP_OFFSET + shift
+
+
+def door_angle_rows(s: np.ndarray) -> np.ndarray:
+    """:func:`door_angle` of every row (numpy's trigonometry: may differ in the last bits)."""
+    q = _quat_rows(s, "handle")
+    a = 2.0 * np.arctan2(_dot_rows(q[:, 1:], DOOR_AXIS), q[:, 0])
+    return np.arctan2(np.sin(a), np.cos(a))
+
+
+def lock_unlock_shift_rows(s: np.ndarray) -> np.ndarray:
+    """:func:`lock_unlock_shift` of every row."""
+    relative = _quat_mul_rows(_quat_conj_rows(_quat_rows(s, "handle")), _quat_rows(s, "lock"))
+    return _rotate_rows(relative, LOCK_SITE_UNLOCK)[:, 0]
+
+
+def faucet_point_rows(s: np.ndarray, opening: bool) -> np.ndarray:
+    """:func:`faucet_point` of every row."""
+    offset = FAUCET_OPEN_HANDLE if opening else FAUCET_CLOSE_HANDLE
+    point = _local_point_rows(s, "faucet", offset) + FAUCET_OBS_SHIFT
+    return point + FAUCET_OPEN_SHIFT if opening else point
+
+
+def _approach_rows(s: np.ndarray, point: np.ndarray) -> np.ndarray:
+    return _max0(_dist_rows(tcp_rows(s), point) - APPROACH_RADIUS)
+
+
+def _goal_rows(s: np.ndarray) -> np.ndarray:
+    return s[:, L.GOAL]
+
+
+# ---------------------------------------------------------------------------- single-stage rules, rows
+def _reach_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d = _dist_rows(tcp_rows(s), _goal_rows(s))
+    return d <= p["radius"], _max0(d - p["radius"]), _near(d, p["radius"])
+
+
+def _place_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    obj = _pos_rows(s, p["slot"])
+    d = _dist_rows(obj, _goal_rows(s))
+    return d <= p["radius"], _approach_rows(s, obj) + _max0(d - p["radius"]), _near(d, p["radius"])
+
+
+def _button_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    tip = _pos_rows(s, "button")
+    d = np.abs(_goal_rows(s)[:, 1] - tip[:, 1])
+    return d <= p["radius"], _approach_rows(s, tip) + _max0(d - p["radius"]), _none(s)
+
+
+def _door_lock_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    site = _local_point_rows(s, "lock", LOCK_SITE_LOCK)
+    d = np.abs(_goal_rows(s)[:, 2] - site[:, 2])
+    return d <= p["radius"], _approach_rows(s, site) + _max0(d - p["radius"]), _near(d, p["radius"])
+
+
+def _door_unlock_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    site = _local_point_rows(s, "lock", LOCK_SITE_UNLOCK)
+    d = np.abs(_goal_rows(s)[:, 0] - site[:, 0])
+    return d <= p["radius"], _approach_rows(s, site) + _max0(d - p["radius"]), _near(d, p["radius"])
+
+
+def _door_open_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    handle = _pos_rows(s, "handle")
+    d = np.abs(handle[:, 0] - _goal_rows(s)[:, 0])
+    return d <= p["radius"], _approach_rows(s, handle) + _max0(d - p["radius"]), _none(s)
+
+
+def _door_close_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    handle = _pos_rows(s, "handle")
+    d = _dist_rows(handle, _goal_rows(s))
+    return d <= p["radius"], _approach_rows(s, handle) + _max0(d - p["radius"]), _near(d, p["radius"])
+
+
+def _window_rows(offset: np.ndarray) -> RowRule:
+    def rule(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        handle = _local_point_rows(s, "window", offset)
+        d = np.abs(handle[:, 0] - _goal_rows(s)[:, 0])
+        return d <= p["radius"], _approach_rows(s, handle) + _max0(d - p["radius"]), _near(d, p["radius"])
+
+    return rule
+
+
+def _faucet_rows(opening: bool) -> RowRule:
+    def rule(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        point = faucet_point_rows(s, opening)
+        d = _dist_rows(point, _goal_rows(s))
+        return d <= p["radius"], _approach_rows(s, point) + _max0(d - p["radius"]), _near(d, p["radius"])
+
+    return rule
+
+
+def _coffee_button_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    button = _pos_rows(s, "coffee_button")
+    d = np.abs(_goal_rows(s)[:, 1] - button[:, 1])
+    return d <= p["radius"], _approach_rows(s, button) + _max0(d - p["radius"]), _none(s)
+
+
+def _hammer_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    depth = _pos_rows(s, "nail")[:, 1] - NAIL_ZERO_Y
+    hammer = _pos_rows(s, "hammer")
+    head = _local_point_rows(s, "hammer", HAMMER_HEAD_OFFSET)
+    nail_head = _pos_rows(s, "nail") + NAIL_HEAD_OFFSET
+    distance = _approach_rows(s, hammer) + _dist_rows(head, nail_head) + _max0(p["depth"] - depth)
+    return depth > p["depth"], distance, _none(s)
+
+
+SINGLE_ROW_RULES: Mapping[str, RowRule] = {
+    "reach": _reach_rows,
+    "place": _place_rows,
+    "button": _button_rows,
+    "door_lock": _door_lock_rows,
+    "door_unlock": _door_unlock_rows,
+    "door_open": _door_open_rows,
+    "door_close": _door_close_rows,
+    "window_open": _window_rows(WINDOW_OPEN_HANDLE),
+    "window_close": _window_rows(WINDOW_CLOSE_HANDLE),
+    "faucet_open": _faucet_rows(True),
+    "faucet_close": _faucet_rows(False),
+    "coffee_button": _coffee_button_rows,
+    "hammer": _hammer_rows,
+}
+""":data:`SINGLE_RULES` over rows."""
+
+
+# ---------------------------------------------------------------------------- composite rules, rows
+def _mug_rows(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mug and its distance from :func:`mug_goal`."""
+    mug = _pos_rows(s, "task_object")
+    return mug, _dist_rows(mug, _pos_rows(s, "coffee_machine") + MUG_GOAL_OFFSET)
+
+
+def _press_rows(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The coffee button and its y distance from :func:`coffee_button_target`."""
+    button = _pos_rows(s, "coffee_button")
+    target = _pos_rows(s, "coffee_machine") + COFFEE_BUTTON_TARGET_OFFSET
+    return button, np.abs(target[:, 1] - button[:, 1])
+
+
+def _make_coffee_stage_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    _, mug_d = _mug_rows(s)
+    _, press_d = _press_rows(s)
+    return (mug_d <= p["mug_radius"]) & ~(press_d <= p["button_radius"]), _near(mug_d, p["mug_radius"])
+
+
+def _make_coffee_rows(p: Params, s: np.ndarray, stages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mug, mug_d = _mug_rows(s)
+    mug_off = _max0(mug_d - p["mug_radius"])
+    button, press_d = _press_rows(s)
+    press = _max0(press_d - p["button_radius"])
+    first = stages < 1
+    success = ~first & (press_d <= p["button_radius"]) & (mug_d <= p["mug_radius"])
+    distance = np.where(first, _approach_rows(s, mug) + mug_off + STAGE_DISTANCE,
+                        _approach_rows(s, button) + press + mug_off)
+    return success, distance, ~first & _near(mug_d, p["mug_radius"])
+
+
+def _lock_off_rows(s: np.ndarray) -> np.ndarray:
+    """``|lock_unlock_shift - LOCK_UNLOCK_SHIFT|`` of every row (:func:`lock_open` compares it)."""
+    return np.abs(lock_unlock_shift_rows(s) - LOCK_UNLOCK_SHIFT)
+
+
+def _locked_door_stage_rows(p: Params, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lock_off = _lock_off_rows(s)
+    angle = np.abs(door_angle_rows(s))
+    unsure = _near(lock_off, p["lock_radius"]) | _near(angle, DOOR_CLOSED_ANGLE)
+    return (lock_off <= p["lock_radius"]) & (angle < DOOR_CLOSED_ANGLE), unsure
+
+
+def _locked_door_open_rows(p: Params, s: np.ndarray,
+                           stages: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    handle = _pos_rows(s, "handle")
+    open_off = _max0(np.abs(handle[:, 0] - _goal_rows(s)[:, 0]) - p["door_radius"])
+    first = stages < 1
+    site = _local_point_rows(s, "lock", LOCK_SITE_UNLOCK)
+    unlock_off = _max0(_lock_off_rows(s) - p["lock_radius"])
+    distance = np.where(first, _approach_rows(s, site) + unlock_off + STAGE_DISTANCE,
+                        _approach_rows(s, handle) + open_off)
+    return ~first & (open_off == 0.0), distance, _none(s)
+
+
+STAGED_ROW_RULES: Mapping[str, tuple[RowLatch, StagedRowRule]] = {
+    "make_coffee": (_make_coffee_stage_rows, _make_coffee_rows),
+    "locked_door_open": (_locked_door_stage_rows, _locked_door_open_rows),
+}
+""":data:`STAGED_RULES` over rows."""
+
+
+# ---------------------------------------------------------------------------- progress and reward, rows
+def outcome_rows(
+    family: str, params: Params, states: np.ndarray, next_states: np.ndarray, progress: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`reward_terms` of ``n`` transitions of one task: success ``(n,)``, total reward
+    ``(n,)`` (``shaping + success_bonus``, summed as ``sum(terms.values())``) and the advanced
+    progress records ``(n, PROGRESS_DIM)``.
+
+    ``states``, ``next_states`` are float64 ``(n, 91)``, ``progress`` float64 ``(n, PROGRESS_DIM)``.
+    Unsure rows (see the section comment) are recomputed with :func:`reward_terms`.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"Unknown MetaWorld task family {family!r}; valid: {', '.join(FAMILIES)}.")
+    next_p = np.array(progress, dtype=np.float64, copy=True)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # Python floats do not warn
+        if family in STAGED_ROW_RULES:
+            latch, rule = STAGED_ROW_RULES[family]
+            open_stage = next_p[:, P_STAGES] < 1
+            done, latch_unsure = latch(params, next_states)
+            next_p[open_stage & done, P_STAGES] = 1.0
+            _, before, _ = rule(params, states, progress[:, P_STAGES])
+            success, after, unsure = rule(params, next_states, next_p[:, P_STAGES])
+            unsure = unsure | (open_stage & latch_unsure)
+        else:
+            single = SINGLE_ROW_RULES[family]
+            _, before, _ = single(params, states)
+            success, after, unsure = single(params, next_states)
+        after = np.where(success, 0.0, after)
+        reward = (0.0 + SHAPING_SCALE * (before - after)) + np.where(success, SUCCESS_BONUS, 0.0)
+    for i in np.flatnonzero(unsure):
+        ok, next_p[i], terms = reward_terms(family, params, states[i], next_states[i], progress[i])
+        success[i], reward[i] = ok, sum(terms.values())
+    return success, reward, next_p
