@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from imaginebench.domains.base import Domain, StepOutcome, Task
+from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task, index_tasks
 from imaginebench.domains.libero import layout as L
 from imaginebench.domains.libero import success as S
 from imaginebench.domains.libero.tasks import HORIZON, build_tasks
@@ -86,6 +86,60 @@ def legality_errors(state: np.ndarray) -> list[str]:
     return errors
 
 
+_FINGER_LEFT = (-FINGER_TOLERANCE, L.FINGER_OPEN + FINGER_TOLERANCE)
+_FINGER_RIGHT = (-L.FINGER_OPEN - FINGER_TOLERANCE, FINGER_TOLERANCE)
+"""The finger joints' ranges as :func:`legality_errors` computes them."""
+_MIN_HEIGHTS = np.array([MIN_HEIGHT[e] for e in L.ENTITIES])
+_PAIRS = tuple((L.SLOT[a], L.SLOT[b]) for i, a in enumerate(L.OBJECTS) for b in L.OBJECTS[i + 1:])
+"""The slot indices of every two objects, in :func:`legality_errors`' order."""
+
+
+def _norm_rows(v: np.ndarray) -> np.ndarray:
+    """``np.linalg.norm`` over the last axis, summed as its per-row ``ddot`` sums a short vector."""
+    total = 0.0 + v[..., 0] * v[..., 0]
+    for k in range(1, v.shape[-1]):
+        total = total + v[..., k] * v[..., k]
+    return np.sqrt(total)
+
+
+def legal_rows(states: np.ndarray) -> np.ndarray:
+    """Whether each row of ``(N, 44)`` states has no :func:`legality_errors` (``(N,)`` bool;
+    non-finite rows are illegal): the same checks as array code, for imagined batches.
+
+    A quaternion norm or two objects' distance is a BLAS dot product per row, whose summation
+    order a build may choose; rows with one within ``S.REFINE_TOLERANCE`` of its bound are decided
+    by :func:`legality_errors`.
+    """
+    s = np.asarray(states, dtype=np.float64)
+    finite = np.isfinite(s).all(axis=1)
+    legal = finite.copy()
+    s = np.where(finite[:, None], s, 0.0)
+    joints = s[:, L.JOINTS]
+    legal &= ~np.any((joints < JOINT_LIMITS[:, 0] - JOINT_TOLERANCE) | (joints > JOINT_LIMITS[:, 1] + JOINT_TOLERANCE),
+                     axis=1)
+    left, right = s[:, L.GRIPPER.start], s[:, L.GRIPPER.start + 1]
+    legal &= ((_FINGER_LEFT[0] <= left) & (left <= _FINGER_LEFT[1])
+              & (_FINGER_RIGHT[0] <= right) & (right <= _FINGER_RIGHT[1]))
+    eef = s[:, L.EEF_POS]
+    legal &= ~(np.any(eef < EEF_BOUNDS[0], axis=1) | np.any(eef > EEF_BOUNDS[1], axis=1))
+    slots = s[:, L.SLOTS_START:].reshape(len(s), len(L.ENTITIES), L.SLOT_DIM)
+    pos = slots[..., :3]
+    outside = (np.any(pos[..., :2] < WORKSPACE_BOUNDS[0], axis=2) | np.any(pos[..., :2] > WORKSPACE_BOUNDS[1], axis=2)
+               | (pos[..., 2] > MAX_HEIGHT) | (pos[..., 2] < _MIN_HEIGHTS))
+    legal &= ~np.any(outside, axis=1)
+    quats = np.concatenate([s[:, None, L.EEF_QUAT], slots[..., 3:]], axis=1)
+    off = np.abs(_norm_rows(quats) - 1.0)
+    legal &= ~np.any(off > QUAT_TOLERANCE, axis=1)
+    unsure = np.any(np.abs(off - QUAT_TOLERANCE) <= S.REFINE_TOLERANCE, axis=1)
+    for a, b in _PAIRS:
+        d = _norm_rows(pos[:, a] - pos[:, b])
+        legal &= ~(d < MIN_SEPARATION)
+        unsure |= np.abs(d - MIN_SEPARATION) <= S.REFINE_TOLERANCE
+    for i in np.flatnonzero(unsure & finite):
+        legal[i] = not legality_errors(s[i])
+    return legal
+
+
 class LiberoDomain(Domain):
     """Pick-and-place with a Panda arm in LIBERO-Object's scene (see :mod:`.env`).
 
@@ -127,6 +181,33 @@ class LiberoDomain(Domain):
         success, next_p, terms = S.reward_terms(task.family, task.params, s, ns, progress)
         return StepOutcome(success=success, reward=float(sum(terms.values())), progress=next_p, terms=terms)
 
+    def outcome_batch(
+        self,
+        tasks: Sequence[Task],
+        states: np.ndarray,
+        actions: np.ndarray,
+        next_states: np.ndarray,
+        progress: Sequence[np.ndarray],
+    ) -> BatchOutcome:
+        """:meth:`outcome` of every row as array code (the honest filter scores large imagined
+        batches): rows are grouped by task, whose family and parameters they share, and each
+        group is scored by :func:`.success.outcome_rows`; results keep the rows' order."""
+        states, _, next_states = self._check_batch(tasks, states, actions, next_states, progress)
+        n = len(tasks)
+        p = np.asarray(progress, dtype=np.float64)
+        if p.ndim == 0 or len(p) != n or p.size != n * S.PROGRESS_DIM:  # each record reshapes to (12,), as per row
+            raise ValueError(f"{self.env_id}: expected progress of shape ({n}, {S.PROGRESS_DIM}), got {p.shape}")
+        p = p.reshape(n, S.PROGRESS_DIM)
+        success = np.zeros(n, dtype=bool)
+        reward = np.zeros(n, dtype=np.float64)
+        next_p = np.zeros((n, S.PROGRESS_DIM), dtype=np.float64)
+        distinct, codes = index_tasks(tasks)
+        for k, task in enumerate(distinct):
+            rows = slice(None) if len(distinct) == 1 else np.flatnonzero(codes == k)
+            success[rows], reward[rows], next_p[rows] = S.outcome_rows(
+                task.family, task.params, states[rows], next_states[rows], p[rows])
+        return BatchOutcome(success=success, reward=reward, progress=list(next_p))
+
     def success(self, task: Task, state: np.ndarray, progress: np.ndarray | None = None) -> bool:
         """Whether ``task`` holds in ``state`` (``progress``: the record so far; default: the
         record of an episode starting in ``state``)."""
@@ -146,6 +227,10 @@ class LiberoDomain(Domain):
     def legality_errors(self, state: np.ndarray) -> list[str]:
         """Why ``state`` is illegal (empty when legal)."""
         return legality_errors(state)
+
+    def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
+        """:meth:`is_legal` of every row of an ``(N, 44)`` array, as array code."""
+        return legal_rows(self._check_states("states", states, None))
 
     def _check_state(self, state: np.ndarray) -> np.ndarray:
         s = np.asarray(state, dtype=np.float64)
