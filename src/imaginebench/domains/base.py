@@ -340,6 +340,35 @@ class Domain(abc.ABC):
             progress=[row.progress for row in rows],
         )
 
+    def _outcome_batch_by_task(
+        self,
+        tasks: Sequence[Task],
+        states: np.ndarray,
+        actions: np.ndarray,
+        next_states: np.ndarray,
+        progress: Sequence[np.ndarray],
+        progress_dim: int,
+        score_rows: Callable[[Task, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ) -> BatchOutcome:
+        """:meth:`outcome_batch` for domains whose rules are array code per task: rows grouped by
+        task (a group shares its family and parameters), each group scored by
+        ``score_rows(task, states, next_states, progress) -> (success, reward, next progress)``,
+        results in the rows' order; progress records of ``progress_dim`` values each."""
+        states, _, next_states = self._check_batch(tasks, states, actions, next_states, progress)
+        n = len(tasks)
+        p = np.asarray(progress, dtype=np.float64)
+        if p.ndim == 0 or len(p) != n or p.size != n * progress_dim:  # each record reshapes, as per row
+            raise ValueError(f"{self.env_id}: expected progress of shape ({n}, {progress_dim}), got {p.shape}")
+        p = p.reshape(n, progress_dim)
+        success = np.zeros(n, dtype=bool)
+        reward = np.zeros(n, dtype=np.float64)
+        next_p = np.zeros((n, progress_dim), dtype=np.float64)
+        distinct, codes = index_tasks(tasks)
+        for k, task in enumerate(distinct):
+            rows = slice(None) if len(distinct) == 1 else np.flatnonzero(codes == k)
+            success[rows], reward[rows], next_p[rows] = score_rows(task, states[rows], next_states[rows], p[rows])
+        return BatchOutcome(success=success, reward=reward, progress=list(next_p))
+
     def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
         """:meth:`is_legal` of every row of ``states`` (``(N, state_dim)``) as an ``(N,)`` bool
         array; rows with a non-finite value are illegal.  This default calls :meth:`is_legal`

@@ -214,26 +214,5 @@ class StackedCalQL(StackedCQL):
 
     algo_class = "CalQL"
 
-    def logsumexp(self, obs: torch.Tensor, next_obs: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
-        """CQL's importance-sampled ``log Σ_a exp Q(s, a)`` at ``obs (S, B, D)``: ``(C, S, B, 1)``
-        (policy samples at ``obs`` and at ``next_obs``, and uniform actions)."""
-        n = self.config.n_action_samples
-        values_t, log_probs_t = self.policy_values(obs, obs, n)
-        values_tp1, log_probs_tp1 = self.policy_values(next_obs, obs, n)
-        values_t, values_tp1 = self.floor(values_t, batch), self.floor(values_tp1, batch)
-        s, b = obs.shape[:2]
-        random_actions = self.rand_symmetric((b * n, self.action_size))
-        random_values = self.qs_repeated("q_funcs", obs, n, random_actions).view(self.n_critics, s, b, n)
-        random_log_prob = math.log(0.5**self.action_size)
-        stacked = torch.cat([values_t - log_probs_t, values_tp1 - log_probs_tp1, random_values - random_log_prob],
-                            dim=3)
-        return torch.logsumexp(stacked, dim=3, keepdim=True)
-
-    def conservative(self, batch: StackedBatch, data_values: torch.Tensor) -> torch.Tensor:
-        """The conservative term per seed and critic, ``(S, C)``, before the multiplier α."""
-        cfg = self.config
-        logsumexp = self.logsumexp(batch.observations, batch.next_observations, batch)
-        return (cfg.conservative_weight * ((logsumexp - data_values).mean(dim=(2, 3)) - cfg.alpha_threshold)).t()
-
     def floor(self, values: torch.Tensor, batch: StackedBatch) -> torch.Tensor:
         return torch.maximum(values, batch.returns_to_go(self.config.gamma).unsqueeze(0))

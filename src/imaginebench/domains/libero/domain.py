@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task, index_tasks
+from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task
 from imaginebench.domains.libero import layout as L
 from imaginebench.domains.libero import success as S
 from imaginebench.domains.libero.tasks import HORIZON, build_tasks
@@ -192,21 +192,9 @@ class LiberoDomain(Domain):
         """:meth:`outcome` of every row as array code (the honest filter scores large imagined
         batches): rows are grouped by task, whose family and parameters they share, and each
         group is scored by :func:`.success.outcome_rows`; results keep the rows' order."""
-        states, _, next_states = self._check_batch(tasks, states, actions, next_states, progress)
-        n = len(tasks)
-        p = np.asarray(progress, dtype=np.float64)
-        if p.ndim == 0 or len(p) != n or p.size != n * S.PROGRESS_DIM:  # each record reshapes to (12,), as per row
-            raise ValueError(f"{self.env_id}: expected progress of shape ({n}, {S.PROGRESS_DIM}), got {p.shape}")
-        p = p.reshape(n, S.PROGRESS_DIM)
-        success = np.zeros(n, dtype=bool)
-        reward = np.zeros(n, dtype=np.float64)
-        next_p = np.zeros((n, S.PROGRESS_DIM), dtype=np.float64)
-        distinct, codes = index_tasks(tasks)
-        for k, task in enumerate(distinct):
-            rows = slice(None) if len(distinct) == 1 else np.flatnonzero(codes == k)
-            success[rows], reward[rows], next_p[rows] = S.outcome_rows(
-                task.family, task.params, states[rows], next_states[rows], p[rows])
-        return BatchOutcome(success=success, reward=reward, progress=list(next_p))
+        return self._outcome_batch_by_task(
+            tasks, states, actions, next_states, progress, S.PROGRESS_DIM,
+            lambda task, s, ns, p: S.outcome_rows(task.family, task.params, s, ns, p))
 
     def success(self, task: Task, state: np.ndarray, progress: np.ndarray | None = None) -> bool:
         """Whether ``task`` holds in ``state`` (``progress``: the record so far; default: the
