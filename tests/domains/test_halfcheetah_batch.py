@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -18,6 +18,7 @@ from imaginebench.domains.base import Domain, Task  # noqa: E402
 from imaginebench.domains.halfcheetah import physics as P  # noqa: E402
 from imaginebench.domains.halfcheetah import success as S  # noqa: E402
 from imaginebench.domains.halfcheetah.domain import HalfCheetahDomain, legality_errors  # noqa: E402
+from tests.domains.test_outcome_batch import outcome_rows_agree  # noqa: E402
 
 DOMAIN = HalfCheetahDomain()
 TASKS: tuple[Task, ...] = tuple(t for level in ("train", "rephrase", "easy", "hard") for t in DOMAIN.tasks(level))
@@ -228,21 +229,10 @@ def random_rows(rng: np.random.Generator, real: np.ndarray, n: int) -> list[Row]
             for i in range(n)]
 
 
-def batch_of(rows: list[Row]) -> Any:
-    return DOMAIN.outcome_batch([r.task for r in rows], np.array([r.state for r in rows]),
-                                np.array([r.action for r in rows]), np.array([r.next_state for r in rows]),
-                                [r.progress for r in rows])
-
-
 def assert_same_outcomes(rows: list[Row]) -> tuple[np.ndarray, np.ndarray]:
     """``outcome_batch`` equals ``outcome`` row by row; returns per-row success and new progress."""
-    want = [DOMAIN.outcome(*row) for row in rows]
-    got = batch_of(rows)
-    assert got.success.dtype == bool and got.reward.dtype == np.float64 and len(got.progress) == len(rows)
-    np.testing.assert_array_equal(got.success, [w.success for w in want])
-    np.testing.assert_allclose(got.reward, [w.reward for w in want], rtol=0, atol=1e-12, equal_nan=True)
-    np.testing.assert_array_equal(np.array(got.progress), np.array([w.progress for w in want]))
-    return got.success, np.array(got.progress)
+    success, progress = outcome_rows_agree(DOMAIN, rows, atol=1e-12)
+    return success, np.array(progress)
 
 
 def test_outcome_batch_matches_outcome_on_random_rows(env_states):

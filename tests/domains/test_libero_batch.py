@@ -28,6 +28,7 @@ from imaginebench.domains.libero.domain import (
     QUAT_TOLERANCE, WORKSPACE_BOUNDS, LiberoDomain, legality_errors,
 )
 from tests.domains.test_outcome_batch import Row, batch_of, cross_tasks, shuffled
+from tests.domains.test_outcome_batch import legality_agrees, outcome_rows_agree
 
 pytestmark = [pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning"),  # robosuite
               pytest.mark.filterwarnings("ignore::RuntimeWarning")]  # the per-row code on non-finite rows
@@ -284,29 +285,18 @@ def real_rows() -> list[Row]:
 
 # ---------------------------------------------------------------------------- comparisons
 def assert_same_outcomes(rows: list[Row]) -> tuple[np.ndarray, np.ndarray]:
-    """``outcome_batch`` equals ``outcome`` row by row (success and progress exactly, reward to
-    1e-12: a BLAS may sum a dot product in another order than the array code; where it does
-    not, :func:`test_the_array_code_alone_is_exact_here` checks the rewards bit for bit);
-    returns the per-row success and new progress records."""
-    want = [DOMAIN.outcome(*row) for row in rows]
-    got = batch_of(DOMAIN, rows)
-    assert got.success.dtype == bool and got.success.shape == (len(rows),)
-    assert got.reward.dtype == np.float64 and got.reward.shape == (len(rows),)
-    np.testing.assert_array_equal(got.success, [w.success for w in want])
-    np.testing.assert_allclose(got.reward, [w.reward for w in want], rtol=0, atol=1e-12, equal_nan=True)
-    assert len(got.progress) == len(rows)
-    for g, w in zip(got.progress, want):
-        assert g.shape == w.progress.shape == (S.PROGRESS_DIM,) and g.dtype == np.float64
-    np.testing.assert_array_equal(np.array(got.progress), np.array([w.progress for w in want]))
-    return got.success, np.array(got.progress)
+    """``outcome_batch`` equals ``outcome`` row by row (reward to 1e-12: a BLAS may sum a dot
+    product in another order than the array code; where it does not,
+    :func:`test_the_array_code_alone_is_exact_here` checks the rewards bit for bit); returns the
+    per-row success and new progress records, each of shape (S.PROGRESS_DIM,)."""
+    success, progress = outcome_rows_agree(DOMAIN, rows, atol=1e-12)
+    after = np.array(progress)
+    assert after.shape == (len(rows), *(S.PROGRESS_DIM,))
+    return success, after
 
 
 def assert_same_legality(states: np.ndarray) -> np.ndarray:
-    want = np.array([DOMAIN.is_legal(s) for s in states])
-    got = DOMAIN.is_legal_batch(states)
-    assert got.dtype == bool and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-    return want
+    return legality_agrees(DOMAIN, states)
 
 
 def assert_latches_move(rows: list[Row], after: np.ndarray) -> None:

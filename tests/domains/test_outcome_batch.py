@@ -81,25 +81,39 @@ def without_raising_rows(domain: Domain, rows: list[Row]) -> list[Row]:
     return kept
 
 
-def assert_same_outcomes(domain: Domain, rows: list[Row]) -> np.ndarray:
-    """``outcome_batch`` equals ``outcome`` row by row; returns the per-row success."""
+def outcome_rows_agree(domain: Domain, rows: list[Row], atol: float = 1e-9) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``outcome_batch`` equals ``outcome`` row by row (success and progress exactly, reward to
+    ``atol``); returns the per-row success and new progress records."""
     want = [domain.outcome(*row) for row in rows]
     got = batch_of(domain, rows)
-    success = np.array([w.success for w in want])
-    assert got.success.dtype == bool and got.reward.dtype == np.float64
+    success = np.array([w.success for w in want], dtype=bool)
+    assert got.success.dtype == bool and got.success.shape == (len(rows),)
+    assert got.reward.dtype == np.float64 and got.reward.shape == (len(rows),)
     np.testing.assert_array_equal(got.success, success)
-    np.testing.assert_allclose(got.reward, [w.reward for w in want], rtol=0, atol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(got.reward, [w.reward for w in want], rtol=0, atol=atol, equal_nan=True)
     assert len(got.progress) == len(rows)
     for g, w in zip(got.progress, want):
+        assert g.dtype == np.float64
         np.testing.assert_array_equal(g, w.progress)
-    return success
+    return success, list(got.progress)
+
+
+def legality_agrees(domain: Domain, states: np.ndarray) -> np.ndarray:
+    """``is_legal_batch`` equals ``is_legal`` row by row; returns the per-row answers."""
+    want = np.array([domain.is_legal(s) for s in states], dtype=bool)
+    got = domain.is_legal_batch(states)
+    assert got.dtype == bool and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    return want
+
+
+def assert_same_outcomes(domain: Domain, rows: list[Row]) -> np.ndarray:
+    """``outcome_batch`` equals ``outcome`` row by row; returns the per-row success."""
+    return outcome_rows_agree(domain, rows)[0]
 
 
 def assert_same_legality(domain: Domain, states: np.ndarray) -> np.ndarray:
-    want = np.array([domain.is_legal(s) for s in states])
-    got = domain.is_legal_batch(states)
-    assert got.dtype == bool
-    np.testing.assert_array_equal(got, want)
+    want = legality_agrees(domain, states)
     np.testing.assert_array_equal(Domain.is_legal_batch(domain, states), want)  # the default loop
     assert want.any() and not want.all()
     return want
