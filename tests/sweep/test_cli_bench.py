@@ -141,5 +141,6 @@ def test_combos_dynamics_fit_is_priced_once_per_dataset(toy_envs, data_home):
     assert fit > 0
     assert three.train_s == pytest.approx(missing.train_s + fit)  # the seeds share the fit
     uncapped = [RunSpec("ToyCont-v0", "combo", seed=0, profile="tiny", encoder=HASH_ENCODER, train_steps=40,
-                        checkpoint_every=10, batch_size=16, data="real", algo_options=options)]
+                        checkpoint_every=10, batch_size=16, data="real",
+                        algo_options=(*options, ("dynamics_max_epochs", None)))]
     assert "(the rest: no epoch cap)" in estimate(uncapped).describe()
