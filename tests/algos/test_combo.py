@@ -231,7 +231,7 @@ def test_a_damaged_cached_fit_is_refitted():
     (algo.dynamics_cache / f"{key}.pt").write_bytes(b"not a checkpoint")
     fit = algo.fit_dynamics()
     assert fit.epochs == 3 and bool(algo.impl.dynamics.trained)
-    assert torch.load(algo.dynamics_cache / f"{key}.pt", weights_only=False)["fit"]["epochs"] == 3
+    assert torch.load(algo.dynamics_cache / f"{key}.pt", weights_only=True)["fit"]["epochs"] == 3
 
 
 def test_stacked_combo_seeds_equal_each_seed_trained_alone():

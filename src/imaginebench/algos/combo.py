@@ -603,9 +603,11 @@ class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
         cached = self.dynamics_cache / f"{key}.pt" if self.dynamics_cache is not None else None
         if cached is not None and cached.exists():
             try:
-                saved = torch.load(cached, map_location=impl.dynamics.in_mean.device, weights_only=False)
+                saved = torch.load(cached, map_location="cpu", weights_only=True)
                 impl.dynamics.load_state_dict(saved["state"])
-                self.dynamics_fit = DynamicsFit(**saved["fit"])
+                fit = saved["fit"]
+                self.dynamics_fit = DynamicsFit(epochs=int(fit["epochs"]), **{
+                    k: fit[k].numpy() for k in ("val_mse", "holdout", "elites", "history")})
                 return self.dynamics_fit
             except Exception as e:  # a damaged cache file is refitted, never trusted
                 logger.warning("Refitting the dynamics: the cached fit %s could not be read (%s).", cached, e)
@@ -620,7 +622,9 @@ class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
-            torch.save({"state": impl.dynamics.state_dict(), "fit": dataclasses.asdict(self.dynamics_fit)}, tmp)
+            fit = {k: torch.from_numpy(np.asarray(v)) for k, v in dataclasses.asdict(self.dynamics_fit).items()
+                   if k != "epochs"}
+            torch.save({"state": impl.dynamics.state_dict(), "fit": {"epochs": self.dynamics_fit.epochs, **fit}}, tmp)
             os.replace(tmp, cached)
         return self.dynamics_fit
 
