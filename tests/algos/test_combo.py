@@ -388,6 +388,8 @@ def test_combo_config_validates_its_fields():
         COMBOConfig(n_elites=8)
     with pytest.raises(ValueError, match="dynamics_weight_decay"):
         COMBOConfig(dynamics_hidden_units=(200, 200))
+    with pytest.raises(ValueError, match="dynamics_seed must be 0 or more"):
+        COMBOConfig(dynamics_seed=-1)
     assert COMBOConfig().batch_split(256) == (128, 128) and COMBOConfig(real_ratio=0.9).batch_split(10) == (9, 1)
 
 

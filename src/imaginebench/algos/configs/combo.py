@@ -110,6 +110,8 @@ class COMBOConfig(AlgoConfig):
         if not 0.0 < self.dynamics_holdout_ratio < 1.0:
             raise UsageError(f"dynamics_holdout_ratio must lie strictly between 0 and 1, got "
                              f"{self.dynamics_holdout_ratio}.")
+        if int(self.dynamics_seed) < 0:
+            raise UsageError(f"dynamics_seed must be 0 or more, got {self.dynamics_seed}.")
         if self.dynamics_max_epochs is not None and self.dynamics_max_epochs <= 0:
             raise UsageError(f"dynamics_max_epochs must be positive or null, got {self.dynamics_max_epochs}.")
 
