@@ -45,7 +45,7 @@ import math
 import os
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -695,6 +695,21 @@ class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
         next_obs = table.observations(rows["next_states"], rows["instr"])
         return (*self._scaled(obs, next_obs, rows["actions"], rows["rewards"]), rows["terminals"])
 
+    def model_rows(self, n: int, grad_step: int,
+                   before_rollout: Optional[Callable[[], None]] = None) -> tuple[torch.Tensor, ...]:
+        """``n`` model transitions for the update at ``grad_step`` (scaled observations, next
+        observations, actions, rewards, terminals): fits the dynamics first if the ensemble is
+        untrained, and refills the model buffer every ``rollout_freq`` steps (and whenever it is
+        empty; ``before_rollout`` runs first, e.g. to bring a stacked trainer's policy up to date)."""
+        impl, _ = self._attached()
+        if not bool(impl.dynamics.trained):
+            self.fit_dynamics()
+        if grad_step % self._config.rollout_freq == 0 or len(impl.model_buffer) == 0:
+            if before_rollout is not None:
+                before_rollout()
+            self.rollout()
+        return self._model_batch(n)
+
     # ------------------------------------------------------------------ training
     def combo_update(self, real: TransitionMiniBatch, n_model: int) -> dict[str, float]:
         """One gradient step on ``real`` (source transitions) plus ``n_model`` model transitions.
@@ -702,13 +717,8 @@ class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
         Fits the dynamics first if the ensemble is untrained, and refills the model buffer
         every ``rollout_freq`` steps (and whenever it is empty).
         """
-        impl, _ = self._attached()
-        if not bool(impl.dynamics.trained):
-            self.fit_dynamics()
-        if self._grad_step % self._config.rollout_freq == 0 or len(impl.model_buffer) == 0:
-            self.rollout()
+        obs, next_obs, actions, rewards, terminals = self.model_rows(n_model, self._grad_step)
         r = torch_batch(real, self)
-        obs, next_obs, actions, rewards, terminals = self._model_batch(n_model)
         n_real = len(real.actions)
         batch = TorchMiniBatch(
             observations=torch.cat([r.observations, obs]), actions=torch.cat([r.actions, actions]),
@@ -718,7 +728,7 @@ class COMBO(QLearningAlgoBase[COMBOImpl, COMBOConfig]):
             terminals=torch.cat([r.terminals, terminals]),
             intervals=torch.ones(n_real + n_model, 1, device=actions.device), device=r.device)
         step = self._grad_step
-        loss = impl.update_mixed(batch, n_real, step)
+        loss = self._attached()[0].update_mixed(batch, n_real, step)
         self.set_grad_step(step + 1)
         return loss
 

@@ -63,15 +63,8 @@ class StackedCOMBO(StackedCQL):
         n_real, n_model = batch.observations.shape[1], self.n_model
         parts = []
         for s, algo in enumerate(self.algos):
-            def host_side(algo=algo, s=s):
-                impl = algo.impl
-                if not bool(impl.dynamics.trained):
-                    algo.fit_dynamics()
-                if self.grad_step % self.config.rollout_freq == 0 or len(impl.model_buffer) == 0:
-                    self.write_back_module("policy", s)
-                    algo.rollout()
-                return algo._model_batch(n_model)
-            parts.append(self._as_seed(s, host_side))
+            parts.append(self._as_seed(s, lambda algo=algo, s=s: algo.model_rows(
+                n_model, self.grad_step, before_rollout=lambda: self.write_back_module("policy", s))))
         obs, next_obs, actions, rewards, terminals = (torch.stack(p).to(self.device) for p in zip(*parts))
         mixed = StackedBatch(observations=torch.cat([batch.observations, obs], dim=1),
                              actions=torch.cat([batch.actions, actions], dim=1),
