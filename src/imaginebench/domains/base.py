@@ -296,11 +296,13 @@ class Domain(abc.ABC):
         (``imagine quality`` reports it beside ours); ``None``: no such test."""
         return None
 
-    def complete_states(self, states: np.ndarray) -> np.ndarray:
+    def complete_states(self, states: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
         """``(N, D)`` states with the entries that the layout *defines* as functions of other
-        entries recomputed from those (e.g. a carried object's colour and cell); identity by
-        default.  Legal states are unchanged; generation applies it to imagined states so that
-        a model is not asked to regress a copy.  Pure; never reads the simulator or the task."""
+        entries recomputed from those (e.g. a carried object's colour and cell), or that it fixes
+        for a whole episode given the episode's real initial state (``starts``, ``(N, D)``, row
+        for row: e.g. which entities exist); identity by default.  Real states are unchanged;
+        generation applies it to imagined states so that a model is not asked to regress a copy.
+        Pure; never reads the simulator or the task."""
         return np.asarray(states)
 
     def symmetries(self) -> tuple[str, ...]:

@@ -54,8 +54,10 @@ class GenerateConfig:
             so (probability above ``end_threshold``), when the checkpoint has that output.
         end_threshold: probability above which the end-of-rollout output ends a rollout.
         complete_states: recompute the state entries the domain's layout defines from other
-            entries (``Domain.complete_states``; BabyAI: the carried record) in every imagined
-            state before it is scored and fed back.  Pure, no simulator.
+            entries or fixes for the episode from its real initial state
+            (``Domain.complete_states``; BabyAI: the carried record; Meta-World: which entity
+            slots are empty, unit quaternions) in every imagined state before it is scored and
+            fed back.  Pure, no simulator.
     """
 
     temperature: float = 1.0
@@ -301,7 +303,7 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
         a_np, s_np = actions.cpu().numpy(), nxt.float().cpu().numpy()
         complete = getattr(domain, "complete_states", None) if cfg.complete_states else None
         if complete is not None:
-            s_np = np.asarray(complete(s_np), np.float32)
+            s_np = np.asarray(complete(s_np, np.stack([rows[r].start.state for r in active])), np.float32)
             nxt = torch.as_tensor(s_np, device=nxt.device, dtype=nxt.dtype)
         act = [int(a) for a in a_np] if model.discrete else [a.astype(np.float32) for a in a_np]
         live = [rows[r] for r in active]

@@ -55,7 +55,7 @@ class BabyAIDomain(Domain):
         low[L.CARRIED_COLOR] = L.NO_COLOR
         return low, high
 
-    def complete_states(self, states: np.ndarray) -> np.ndarray:
+    def complete_states(self, states: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
         """The carried record is defined by the carried object (:mod:`.layout`): with
         ``carried_type`` 1..3 the carried colour is that object's colour and the object's cell
         is the agent's; with 0 the carried colour is -1.  Other ``carried_type`` values are left

@@ -189,6 +189,27 @@ class MetaWorldDomain(Domain):
         """Why ``state`` is illegal (empty when legal)."""
         return legality_errors(state)
 
+    def complete_states(self, states: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
+        """Imagined states put back on the layout: the entity slots empty in the episode's real
+        initial state (``starts``) are exactly empty (the scene's entities neither appear nor
+        vanish during an episode), and every occupied slot's quaternion is unit with ``w >= 0``
+        (:func:`.layout.canonical_quat`; a quaternion of norm below 0.5 is left alone, still
+        illegal).  Without ``starts`` only the quaternions.  Real states are unchanged (their
+        quaternions are unit to float precision).  Everything else — positions, hand, goal, an
+        occupied slot's pose — is the model's own and still judged by :meth:`is_legal`."""
+        out = np.array(states, dtype=np.float64, copy=True)
+        slots = out[:, L.SLOTS_START:].reshape(len(out), L.N_SLOTS, L.SLOT_SIZE)
+        if starts is not None:
+            first = np.asarray(starts, dtype=np.float64)[:, L.SLOTS_START:].reshape(len(out), L.N_SLOTS, L.SLOT_SIZE)
+            slots[np.all(first == 0.0, axis=2)] = 0.0
+        quats = slots[..., 3:]
+        norm = np.linalg.norm(quats, axis=-1, keepdims=True)
+        unit = np.where(norm >= 0.5, quats / np.maximum(norm, 1e-12), quats)
+        unit = np.where(unit[..., :1] < 0, -unit, unit)
+        slots[..., 3:] = unit
+        out[:, L.SLOTS_START:] = slots.reshape(len(out), -1)
+        return out.astype(np.asarray(states).dtype, copy=False)
+
     def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
         """:meth:`is_legal` of every row of an ``(N, 91)`` array, as array code."""
         return legal_rows(self._check_states("states", states, None))
