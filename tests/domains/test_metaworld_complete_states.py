@@ -1,6 +1,7 @@
 """Meta-World's imagined states put back on the layout (``complete_states``): empty slots of the
 episode's real initial state stay exactly empty, occupied slots' quaternions are unit with
-``w >= 0``; real states pass through unchanged and nothing else moves."""
+``w >= 0``, the gripper opening in [0, 1]; real states pass through unchanged and nothing else
+moves."""
 
 from __future__ import annotations
 
@@ -49,7 +50,10 @@ def test_noise_in_empty_slots_is_removed_and_quaternions_made_unit(episode):
     # the same rotation as the noisy one; positions, hand, gripper and goal are the model's own
     cos = np.abs(np.sum(quats * _slots(noisy)[~empty][:, 3:], axis=1)) / np.linalg.norm(_slots(noisy)[~empty][:, 3:], axis=1)
     np.testing.assert_allclose(cos, 1.0, atol=1e-9)
-    np.testing.assert_array_equal(fixed[:, :L.SLOTS_START], noisy[:, :L.SLOTS_START])
+    np.testing.assert_array_equal(fixed[:, :L.GRIPPER], noisy[:, :L.GRIPPER])
+    np.testing.assert_array_equal(fixed[:, L.GRIPPER + 1:L.SLOTS_START], noisy[:, L.GRIPPER + 1:L.SLOTS_START])
+    np.testing.assert_array_equal(fixed[:, L.GRIPPER], np.clip(noisy[:, L.GRIPPER], 0.0, 1.0))
+    assert (noisy[:, L.GRIPPER] > 1.0).any()  # the expert holds the gripper fully open at times
     np.testing.assert_array_equal(_slots(fixed)[~empty][:, :3], _slots(noisy)[~empty][:, :3])
 
 

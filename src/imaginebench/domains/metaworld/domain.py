@@ -192,12 +192,14 @@ class MetaWorldDomain(Domain):
     def complete_states(self, states: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
         """Imagined states put back on the layout: the entity slots empty in the episode's real
         initial state (``starts``) are exactly empty (the scene's entities neither appear nor
-        vanish during an episode), and every occupied slot's quaternion is unit with ``w >= 0``
+        vanish during an episode), every occupied slot's quaternion is unit with ``w >= 0``
         (:func:`.layout.canonical_quat`; a quaternion of norm below 0.5 is left alone, still
-        illegal).  Without ``starts`` only the quaternions.  Real states are unchanged (their
-        quaternions are unit to float precision).  Everything else — positions, hand, goal, an
-        occupied slot's pose — is the model's own and still judged by :meth:`is_legal`."""
+        illegal), and the gripper opening is clipped to [0, 1] as the layout defines it.  Without
+        ``starts``: the quaternions and the gripper.  Real states are unchanged (their quaternions
+        are unit to float precision).  Everything else — the hand, the goal, an occupied slot's
+        position — is the model's own and still judged by :meth:`is_legal`."""
         out = np.array(states, dtype=np.float64, copy=True)
+        out[:, L.GRIPPER] = np.clip(out[:, L.GRIPPER], 0.0, 1.0)
         slots = out[:, L.SLOTS_START:].reshape(len(out), L.N_SLOTS, L.SLOT_SIZE)
         if starts is not None:
             first = np.asarray(starts, dtype=np.float64)[:, L.SLOTS_START:].reshape(len(out), L.N_SLOTS, L.SLOT_SIZE)
