@@ -34,7 +34,7 @@ def state_renderer(env_id: str, level: str):
     if render is None:
         env.close()
         raise ValueError(f"{env_id} cannot draw a state vector (no env.unwrapped.render_state); "
-                         "rollout strips are available for CLEVR-v0, BabyAI-v0, LIBERO-v0 and HalfCheetah-v0.")
+                         "rollout strips are available for CLEVR-v0, BabyAI-v0, LIBERO-v0, HalfCheetah-v0 and MetaWorld-v0.")
     return env, render
 
 
@@ -85,6 +85,8 @@ def episode_strip(dataset: EpisodeDataset, index: int, frames: int = 6, render=N
     env = None
     if render is None:
         env, render = state_renderer(str(dataset.metadata["domain"]), str(dataset.metadata.get("level", "train")))
+        if getattr(env.unwrapped, "render_needs_task", False):  # the task decides the scene (Meta-World)
+            env.unwrapped.reset(seed=0, options={"task": ep.task})
     try:
         return rollout_strip(ep, render, str(dataset.metadata.get("source", "?")), frames)
     finally:

@@ -177,6 +177,10 @@ class MetaWorldEnv(InstructionEnv):
         return self.expert.last_phase
 
     # ------------------------------------------------------------------ rendering
+    render_needs_task = True
+    """:meth:`render_state` draws the current task's scene: reset with the rollout's task first
+    (``imagine render`` does)."""
+
     def render_state(self, state: np.ndarray, width: int = 256, height: int = 256,
                      camera: str | None = None) -> np.ndarray:
         """An RGB image (``height × width × 3``, uint8) of any legal 91-dim state of the current
