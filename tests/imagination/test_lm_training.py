@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -118,6 +119,18 @@ def test_early_stopping_stops_and_keeps_the_best_weights(tmp_path):
     last, _ = _weights(tmp_path / "es", "last")
     assert loaded["loaded"]["which"] == "best" and loaded["loaded"]["step"] == 2
     assert any(not torch.equal(best[k], last[k]) for k in best)
+
+    # A folder kept for generation only (its best weights, no last weights, no optimizer) loads the
+    # best weights; asking it for the last weights names the missing file.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    meta_es = ckpt.read_checkpoint_meta(tmp_path / "es")
+    for name in (ckpt.META, meta_es["files"]["best"]):
+        shutil.copy(tmp_path / "es" / name, kept / name)
+    again_best, again_meta = _weights(kept)
+    assert again_meta["loaded"]["step"] == 2 and all(torch.equal(again_best[k], best[k]) for k in best)
+    with pytest.raises(FileNotFoundError, match=meta_es["files"]["weights"]):
+        _weights(kept, "last")
 
     # The best weights are those after step 2 (checkpointed by an identical run stopped at step 3).
     with pytest.raises(KeyboardInterrupt):

@@ -188,8 +188,10 @@ def remove_checkpoint(folder: Path) -> None:
     (folder / LOG).unlink(missing_ok=True)
 
 
-def read_checkpoint_meta(folder: Path, train_hint: str | None = None) -> dict[str, Any]:
-    """The checkpoint's ``checkpoint.json``; a clear error (naming ``train_hint``) when there is none."""
+def read_checkpoint_meta(folder: Path, train_hint: str | None = None,
+                         require: tuple[str, ...] = ("weights", "best")) -> dict[str, Any]:
+    """The checkpoint's ``checkpoint.json``; a clear error (naming ``train_hint``) when there is none
+    or when a file of ``require`` (keys of ``files``) that it names is missing."""
     folder = Path(folder)
     path = folder / META
     hint = f" Train one with: {train_hint}" if train_hint else ""
@@ -205,7 +207,7 @@ def read_checkpoint_meta(folder: Path, train_hint: str | None = None) -> dict[st
         raise ValueError(f"{path} is a checkpoint of an older imaginebench (schema {meta.get('schema_version')}, "
                          f"without file digests), which this version does not load; delete {folder} and train "
                          f"again.{hint}")
-    missing = [n for k, n in checkpoint_files(meta).items() if k != "optimizer" and not (folder / n).exists()]
+    missing = [n for k, n in checkpoint_files(meta).items() if k in require and not (folder / n).exists()]
     if missing:
         raise FileNotFoundError(f"No complete rollout-model checkpoint at {folder} (missing {missing}).{hint}")
     return meta
@@ -227,9 +229,11 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     if which not in ("best", "last"):
         raise ValueError(f"which must be 'best' or 'last', got {which!r}.")
     folder = Path(folder)
-    meta = read_checkpoint_meta(folder, train_hint)
+    meta = read_checkpoint_meta(folder, train_hint, require=())
     files = checkpoint_files(meta)
     use_best = which == "best" and "best" in files
+    # only the file loaded must be there: a folder kept for generation may hold just its best weights
+    read_checkpoint_meta(folder, train_hint, require=("best",) if use_best else ("weights",))
     path = verified(folder, meta, files["best" if use_best else "weights"])
     meta["loaded"] = {"which": "best" if use_best else "last", "file": path.name,
                       "step": meta.get("best_step") if use_best else meta.get("step")}
