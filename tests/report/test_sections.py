@@ -44,8 +44,12 @@ def test_quality_table_reads_reference_reports_and_prefers_local_ones():
     lines = "\n".join(quality_section([("BabyAI-v0", "small")]))
     assert "| easy | local, honest | kept | 7 | 12.3 |" in lines
     # no imaginary data at all (no reference shipped for the profile either): no section
-    assert quality_section([("MetaWorld-v0", "small")]) == []
+    assert quality_section([("LIBERO-v0", "small")]) == []
     assert quality_section([("HalfCheetah-v0", "tiny")]) == []
+    # Meta-World ships rephrase and easy, not hard: their reports with the unfiltered 'all' rows, hard as none
+    meta = "\n".join(quality_section([("MetaWorld-v0", "small")]))
+    assert "| rephrase | reference, honest | kept | 267 | 100.0 |" in meta and "| easy | reference, honest | all | 400 |" in meta
+    assert "| hard | none |" in meta
     # HalfCheetah ships every level: the table reads its reports, with the unfiltered 'all' rows
     cheetah = "\n".join(quality_section([("HalfCheetah-v0", "small")]))
     assert "| hard | reference, honest | kept | 2 | 100.0 |" in cheetah and "| rephrase | reference, honest | all | 1000 |" in cheetah
