@@ -207,10 +207,17 @@ def read_checkpoint_meta(folder: Path, train_hint: str | None = None,
         raise ValueError(f"{path} is a checkpoint of an older imaginebench (schema {meta.get('schema_version')}, "
                          f"without file digests), which this version does not load; delete {folder} and train "
                          f"again.{hint}")
-    missing = [n for k, n in checkpoint_files(meta).items() if k in require and not (folder / n).exists()]
+    require_files(folder, meta, require, train_hint)
+    return meta
+
+
+def require_files(folder: Path, meta: Mapping[str, Any], keys: tuple[str, ...], train_hint: str | None = None) -> None:
+    """``FileNotFoundError`` naming the files of ``keys`` (keys of ``files``) that ``meta`` names
+    and ``folder`` lacks."""
+    hint = f" Train one with: {train_hint}" if train_hint else ""
+    missing = [n for k, n in checkpoint_files(meta).items() if k in keys and not (Path(folder) / n).exists()]
     if missing:
         raise FileNotFoundError(f"No complete rollout-model checkpoint at {folder} (missing {missing}).{hint}")
-    return meta
 
 
 def load_checkpoint(folder: Path, device: torch.device | str | None = None,
@@ -233,7 +240,7 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     files = checkpoint_files(meta)
     use_best = which == "best" and "best" in files
     # only the file loaded must be there: a folder kept for generation may hold just its best weights
-    read_checkpoint_meta(folder, train_hint, require=("best",) if use_best else ("weights",))
+    require_files(folder, meta, ("best",) if use_best else ("weights",), train_hint)
     path = verified(folder, meta, files["best" if use_best else "weights"])
     meta["loaded"] = {"which": "best" if use_best else "last", "file": path.name,
                       "step": meta.get("best_step") if use_best else meta.get("step")}
