@@ -28,7 +28,8 @@ from imaginebench.domains.metaworld.domain import (
 )
 from imaginebench.domains.metaworld.tasks import rule_of, spec_of
 from tests.domains.test_outcome_batch import Row, batch_of, cross_tasks, expert_rows, shuffled
-from tests.domains.test_outcome_batch import legality_agrees, outcome_rows_agree
+from tests.domains.test_outcome_batch import each_task_decides_both_ways, legality_agrees, mixed_order_agrees
+from tests.domains.test_outcome_batch import outcome_rows_agree
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Constant\\(s\\) may be too high:UserWarning"),
               pytest.mark.filterwarnings("ignore::RuntimeWarning")]  # the per-row code on non-finite rows
@@ -299,9 +300,7 @@ def test_rows_on_the_thresholds_decide_as_per_row():
             nxt = at_threshold(task, task_scene_state(rng, task), rng)
             rows.append(Row(task, nxt, action(rng), nxt, random_progress(rng)))
     success, _ = assert_same_outcomes(rows)
-    for task in ALL_TASKS:
-        mine = success[[r.task.name == task.name for r in rows]]
-        assert mine.any() and not mine.all(), task.name
+    each_task_decides_both_ways(rows, success, ALL_TASKS)
 
 
 def test_mixed_task_batch_in_random_order(level_rows):
@@ -313,13 +312,7 @@ def test_mixed_task_batch_in_random_order(level_rows):
     rows = [r._replace(task=ALL_TASKS[int(rng.integers(len(ALL_TASKS)))]) for r in real]
     for task in ALL_TASKS:
         rows += built_rows(task, rng, n=24)
-    order = rng.permutation(len(rows))
-    mixed = [rows[i] for i in order]
-    success, after = assert_same_outcomes(mixed)
-    assert len({r.task.name for r in mixed[:50]}) > 10  # really interleaved
-    in_order = batch_of(DOMAIN, rows)
-    np.testing.assert_array_equal(success, in_order.success[order])
-    np.testing.assert_array_equal(after, np.array(in_order.progress)[order])
+    mixed_order_agrees(DOMAIN, rows, rng, assert_same_outcomes)
 
 
 def test_non_finite_rows_as_per_row():

@@ -131,6 +131,25 @@ def shuffled(rows: list[Row], rng: np.random.Generator) -> list[Row]:
     return [rows[i] for i in rng.permutation(len(rows))]
 
 
+def each_task_decides_both_ways(rows: list[Row], success: np.ndarray, tasks) -> None:
+    """Every task of ``tasks`` succeeds on some of its rows and fails on others (no vacuous pass)."""
+    for task in tasks:
+        mine = success[[r.task.name == task.name for r in rows]]
+        assert mine.any() and not mine.all(), task.name
+
+
+def mixed_order_agrees(domain: Domain, rows: list[Row], rng: np.random.Generator, same_outcomes) -> None:
+    """``rows`` shuffled into one batch: ``same_outcomes`` (the per-row comparison, returning success
+    and progress) holds, and each answer equals the same row's answer in the in-order batch."""
+    order = rng.permutation(len(rows))
+    mixed = [rows[i] for i in order]
+    success, after = same_outcomes(mixed)
+    assert len({r.task.name for r in mixed[:50]}) > 10  # really interleaved
+    in_order = batch_of(domain, rows)
+    np.testing.assert_array_equal(success, in_order.success[order])
+    np.testing.assert_array_equal(after, np.array(in_order.progress)[order])
+
+
 # ---------------------------------------------------------------------------- CLEVR
 CLEVR_X, CLEVR_Y = (-0.6, 0.6), (-0.4, 0.67)
 
