@@ -381,6 +381,15 @@ class Domain(abc.ABC):
             legal[i] = bool(self.is_legal(states[i]))
         return legal
 
+    def legal_steps_batch(self, states: np.ndarray, next_states: np.ndarray) -> np.ndarray:
+        """Whether each step ``states[i] -> next_states[i]`` (both ``(N, state_dim)``) is physically
+        possible as a step, beyond each state being legal (e.g. an object moves only when touched)
+        — ``(N,)`` bool, a pure function of the two states.  The honest filter requires it of every
+        imagined step.  All True by default: the domain's rules are per state."""
+        states = self._check_states("states", states, None)
+        self._check_states("next_states", next_states, len(states))
+        return np.ones(len(states), dtype=bool)
+
     def _check_states(self, what: str, states: np.ndarray, n: int | None) -> np.ndarray:
         """``states`` as a float64 ``(n, state_dim)`` array (any ``n`` when ``None``), else ``ValueError``."""
         arr = np.asarray(states, dtype=np.float64)

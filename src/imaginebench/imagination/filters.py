@@ -14,8 +14,8 @@ from imaginebench.domains.base import Domain
 KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
 """Which imagined rollouts are kept:
 
-* ``honest`` (default): the goal holds at the last imagined state and every imagined state
-  is legal, both judged by the domain's pure functions on the imagined states alone — no
+* ``honest`` (default): the goal holds at the last imagined state, every imagined state is
+  legal and every imagined step possible as a step (``Domain.legal_steps_batch``), all judged by the domain's pure functions on the imagined states alone — no
   simulator call, so it is usable for any novel instruction;
 * ``none``: every rollout (the unfiltered data);
 * ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the
@@ -28,8 +28,9 @@ KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle"}
 
 
 def honest_ok(domain: Domain, episode: Episode) -> bool:
-    """Keep test of the honest filter: the goal holds at the last imagined state and every
-    imagined state is legal — the domain's pure functions on the imagined states, no simulator.
+    """Keep test of the honest filter: the goal holds at the last imagined state, every imagined
+    state is legal and every imagined step is possible as a step — the domain's pure functions on
+    the imagined states, no simulator.
 
     Success is recomputed from the states with ``domain.score_rollout`` (not read from the
     stored flags).  Empty rollouts and non-finite states are rejected.
@@ -40,6 +41,8 @@ def honest_ok(domain: Domain, episode: Episode) -> bool:
     if not np.all(np.isfinite(states)):
         return False
     if not bool(np.all(domain.is_legal_batch(states[1:]))):
+        return False
+    if not bool(np.all(domain.legal_steps_batch(states[:-1], states[1:]))):
         return False
     try:
         _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)

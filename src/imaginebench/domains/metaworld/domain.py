@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task
+from imaginebench.domains.metaworld import contact
 from imaginebench.domains.metaworld import layout as L
 from imaginebench.domains.metaworld import success as S
 from imaginebench.domains.metaworld.tasks import build_tasks, rule_of
@@ -215,3 +216,9 @@ class MetaWorldDomain(Domain):
     def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
         """:meth:`is_legal` of every row of an ``(N, 91)`` array, as array code."""
         return legal_rows(self._check_states("states", states, None))
+
+    def legal_steps_batch(self, states: np.ndarray, next_states: np.ndarray) -> np.ndarray:
+        """Every entity that moves in the step has the hand within its contact reach
+        (:func:`.contact.touched_rows`): the faucet does not turn, nor the button go in, untouched."""
+        states = self._check_states("states", states, None)
+        return contact.touched_rows(states, self._check_states("next_states", next_states, len(states)))
