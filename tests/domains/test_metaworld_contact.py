@@ -1,6 +1,7 @@
-"""Meta-World's step rule (``legal_steps_batch``): an entity moves only with the hand within its
-contact reach.  Every real expert step passes; an entity that moves untouched — the imagined
-rollouts' failure — is rejected, and the honest filter drops a rollout that contains such a step."""
+"""Meta-World's step rule (``untouched_steps``): an entity moves only with the hand within its
+contact reach, counted from where it was last touched.  Every real expert step passes; an entity
+that moves untouched — at once or creeping a few millimetres a step, the imagined rollouts'
+failure — is caught, and the honest filter drops a rollout that contains such a step."""
 
 from __future__ import annotations
 
@@ -17,57 +18,80 @@ DOMAIN = MetaWorldDomain()
 
 
 @pytest.fixture(scope="module", params=("train", "easy", "hard"))
-def level_rows(request):
-    """One real expert episode per task of the level."""
+def level_episodes(request):
+    """One real expert episode per task of the level, as ``(name, states)``."""
     pytest.importorskip("metaworld")
     from tests.domains.test_outcome_batch import expert_rows
 
     _, rows = expert_rows("MetaWorld-v0", request.param, tries=1)
-    return rows
+    return _split(rows)
 
 
-def _steps(rows) -> tuple[np.ndarray, np.ndarray]:
-    return (np.stack([np.asarray(r.state, np.float64) for r in rows]),
-            np.stack([np.asarray(r.next_state, np.float64) for r in rows]))
+def _split(rows) -> list[tuple[str, np.ndarray]]:
+    """Rows of consecutive expert episodes back into episodes' state arrays."""
+    out, current = [], []
+    for r in rows:
+        if current and not np.array_equal(np.asarray(current[-1][1].next_state), np.asarray(r.state)):
+            out.append(current)
+            current = []
+        current.append((r.task.name, r))
+    out.append(current)
+    return [(ep[0][0], np.stack([np.asarray(ep[0][1].state, np.float64)]
+                                + [np.asarray(r.next_state, np.float64) for _, r in ep])) for ep in out]
 
 
-def test_every_real_expert_step_is_touched(level_rows):
-    states, next_states = _steps(level_rows)
-    ok = DOMAIN.legal_steps_batch(states, next_states)
-    bad = np.flatnonzero(~ok)
-    assert ok.all(), f"{len(bad)} real steps rejected, e.g. task {level_rows[bad[0]].task.name}"
+def test_every_real_expert_step_is_touched(level_episodes):
+    for name, states in level_episodes:
+        bad = np.flatnonzero(DOMAIN.untouched_steps(states))
+        assert len(bad) == 0, f"{name}: real steps {bad[:5]} rejected"
 
 
-def _faucet_episode() -> np.ndarray:
-    """A real faucet_open expert episode's states (the faucet turns under the hand)."""
+@pytest.fixture(scope="module")
+def faucet() -> np.ndarray:
+    """A real faucet_open expert episode's states (the knob turns under the hand)."""
+    pytest.importorskip("metaworld")
     from tests.domains.test_outcome_batch import expert_rows
 
     _, rows = expert_rows("MetaWorld-v0", "train", tries=1)
-    rows = [r for r in rows if r.task.name == "faucet_open"]
-    return np.stack([np.asarray(rows[0].state, np.float64)] + [np.asarray(r.next_state, np.float64) for r in rows])
+    return dict(_split(rows))["faucet_open"]
 
 
-def test_an_entity_that_moves_untouched_is_rejected():
-    pytest.importorskip("metaworld")
-    states = _faucet_episode()
-    faucet = L.slot_slice("faucet")
-    moved = np.flatnonzero(np.abs(np.diff(states[:, faucet], axis=0)).max(axis=1) > contact.POSE_STEP)
-    assert len(moved) > 0
+def _far_hand(states: np.ndarray) -> np.ndarray:
+    """``states`` with the hand 0.35 m to the side of the faucet knob (inside the hand box)."""
+    out = states.copy()
+    knob = states[0, L.slot_slice("faucet")][:3]
+    out[:, L.HAND] = knob + np.array([0.35 if knob[0] < 0 else -0.35, 0.0, 0.05])
+    return out
+
+
+def test_an_entity_that_moves_untouched_is_caught(faucet):
+    sl = L.slot_slice("faucet")
+    moved = np.flatnonzero(np.abs(np.diff(faucet[:, sl], axis=0)).max(axis=1) > contact.POSE_STEP)
     t = int(moved[0])
-    before, after = states[t].copy(), states[t + 1].copy()
-    assert DOMAIN.legal_steps_batch(before[None], after[None]).all()
-    # the same step with the hand 0.35 m to the side of the knob (still inside the hand box)
-    knob = before[faucet][:3]
-    side = np.array([0.35 if knob[0] < 0 else -0.35, 0.0, 0.0])
-    before[L.HAND] = after[L.HAND] = knob + side + np.array([0.0, 0.0, 0.05])
-    assert DOMAIN.is_legal_batch(np.stack([before, after])).all()
-    assert not DOMAIN.legal_steps_batch(before[None], after[None]).any()
+    step = faucet[t:t + 2]
+    assert not DOMAIN.untouched_steps(step).any()
+    far = _far_hand(step)
+    assert DOMAIN.is_legal_batch(far).all()
+    assert DOMAIN.untouched_steps(far).tolist() == [True]
     # a wall never moves, touched or not
-    walled = states[t].copy()
-    walled[L.slot_slice("wall")] = np.r_[0.1, 0.7, 0.05, L.IDENTITY_QUAT]
-    shifted = walled.copy()
-    shifted[L.slot_slice("wall").start] += 0.01
-    assert not DOMAIN.legal_steps_batch(walled[None], shifted[None]).any()
+    walled = faucet[t:t + 2].copy()
+    walled[:, L.slot_slice("wall")] = np.r_[0.1, 0.7, 0.05, L.IDENTITY_QUAT]
+    walled[1, L.slot_slice("wall").start] += 0.01
+    assert DOMAIN.untouched_steps(walled).tolist() == [True]
+
+
+def test_a_slow_creep_adds_up(faucet):
+    """The knob turned by 2 mm-per-step increments (each below POSE_STEP) with the hand far: the
+    step where the creep passes POSE_STEP since the last touch is caught; with the hand at the
+    knob the same creep is fine."""
+    states = np.repeat(faucet[:1], 6, axis=0)
+    start = L.slot_slice("faucet").start
+    states[:, start] += 0.002 * np.arange(6)
+    near = states.copy()
+    near[:, L.HAND] = states[0, start:start + 3] + np.array([0.0, -0.05, 0.05])
+    assert not DOMAIN.untouched_steps(near).any()
+    far = _far_hand(states)
+    assert DOMAIN.untouched_steps(far).tolist() == [False, False, True, False, False]
 
 
 def _episode(states: np.ndarray) -> Episode:
@@ -78,35 +102,46 @@ def _episode(states: np.ndarray) -> Episode:
                    terminals=z, truncations=z, successes=z)
 
 
-def test_the_honest_filter_drops_a_rollout_whose_goal_is_reached_untouched():
+def test_the_honest_filter_drops_a_rollout_whose_goal_is_reached_untouched(faucet):
     """The real episode is kept; with the knob turned to its final pose at the first step (the
     hand still at its start) every state stays legal and the goal still holds, but it is dropped."""
-    pytest.importorskip("metaworld")
-    states = _faucet_episode()
-    assert honest_ok(DOMAIN, _episode(states))
-    faucet = L.slot_slice("faucet")
-    jumped = states.copy()
-    jumped[1:, faucet] = states[-1, faucet]
-    assert np.linalg.norm(states[0, L.HAND] - states[0, faucet][:3]) > contact.CONTACT_REACH["faucet"]
+    assert honest_ok(DOMAIN, _episode(faucet))
+    sl = L.slot_slice("faucet")
+    jumped = faucet.copy()
+    jumped[1:, sl] = faucet[-1, sl]
+    assert np.linalg.norm(faucet[0, L.HAND] - faucet[0, sl][:3]) > contact.CONTACT_REACH["faucet"]
     assert DOMAIN.is_legal_batch(jumped[1:]).all()
     assert not honest_ok(DOMAIN, _episode(jumped))
 
 
-def test_non_finite_and_shapes():
-    s = np.zeros((2, L.STATE_DIM))
-    ns = s.copy()
-    ns[1, 0] = np.nan
-    assert DOMAIN.legal_steps_batch(s, ns).tolist() == [True, False]
-    with pytest.raises(ValueError, match="expected next_states of shape"):
-        DOMAIN.legal_steps_batch(s, ns[:1])
+def test_non_finite_states_and_shapes():
+    s = np.zeros((3, L.STATE_DIM))
+    s[2, 0] = np.nan
+    assert DOMAIN.untouched_steps(s).tolist() == [False, True]
+    with pytest.raises(ValueError, match="expected states of shape"):
+        DOMAIN.untouched_steps(s[:, :5])
 
 
 def test_other_domains_have_no_step_rule():
     from imaginebench.envs.registry import load_domain
 
     clevr = load_domain("CLEVR-v0")
-    s = np.zeros((3, clevr.state_dim))
-    assert clevr.legal_steps_batch(s, s).tolist() == [True] * 3
+    assert clevr.untouched_steps(np.zeros((3, clevr.state_dim))).tolist() == [False, False]
+
+
+def test_the_lock_rides_on_the_door():
+    """The lock moves with the door leaf (the handle slot) with the hand at the handle, far from
+    the lock; the same lock motion with the door still and the hand away from both is caught."""
+    s = np.zeros((2, L.STATE_DIM))
+    s[:, L.slot_slice("lock")] = np.r_[0.0, 0.8, 0.1, L.IDENTITY_QUAT]
+    s[:, L.slot_slice("handle")] = np.r_[0.3, 0.7, 0.1, L.IDENTITY_QUAT]
+    s[:, L.HAND] = [0.3, 0.65, 0.1]          # at the handle, 0.32 m from the lock
+    s[1, L.slot_slice("lock").start] += 0.01
+    still = s.copy()
+    still[:, L.HAND] = [-0.3, 0.6, 0.1]      # 0.32 m from the lock, 0.61 m from the handle
+    s[1, L.slot_slice("handle").start] += 0.01
+    assert DOMAIN.untouched_steps(s).tolist() == [False]
+    assert DOMAIN.untouched_steps(still).tolist() == [True]
 
 
 def test_contact_reach_measures_the_farthest_moving_step():

@@ -381,14 +381,13 @@ class Domain(abc.ABC):
             legal[i] = bool(self.is_legal(states[i]))
         return legal
 
-    def legal_steps_batch(self, states: np.ndarray, next_states: np.ndarray) -> np.ndarray:
-        """Whether each step ``states[i] -> next_states[i]`` (both ``(N, state_dim)``) is physically
-        possible as a step, beyond each state being legal (e.g. an object moves only when touched)
-        — ``(N,)`` bool, a pure function of the two states.  The honest filter requires it of every
-        imagined step.  All True by default: the domain's rules are per state."""
+    def untouched_steps(self, states: np.ndarray) -> np.ndarray:
+        """``(T,)`` bool over a rollout's ``(T+1, state_dim)`` states: which steps are not
+        physically possible given the rollout so far, beyond each state being legal (e.g. an
+        object moves with nothing touching it) — a pure function of the states.  The honest
+        filter rejects a rollout with any.  None by default: the domain's rules are per state."""
         states = self._check_states("states", states, None)
-        self._check_states("next_states", next_states, len(states))
-        return np.ones(len(states), dtype=bool)
+        return np.zeros(max(len(states) - 1, 0), dtype=bool)
 
     def _check_states(self, what: str, states: np.ndarray, n: int | None) -> np.ndarray:
         """``states`` as a float64 ``(n, state_dim)`` array (any ``n`` when ``None``), else ``ValueError``."""

@@ -15,8 +15,9 @@ KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
 """Which imagined rollouts are kept:
 
 * ``honest`` (default): the goal holds at the last imagined state, every imagined state is
-  legal and every imagined step possible as a step (``Domain.legal_steps_batch``), all judged by the domain's pure functions on the imagined states alone — no
-  simulator call, so it is usable for any novel instruction;
+  legal and no imagined step moves what nothing touches (``Domain.untouched_steps``), all
+  judged by the domain's pure functions on the imagined states alone — no simulator call, so
+  it is usable for any novel instruction;
 * ``none``: every rollout (the unfiltered data);
 * ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the
   simulator re-run from the imagined state.  This reads the simulator on novel tasks, so it is
@@ -29,7 +30,7 @@ KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle"}
 
 def honest_ok(domain: Domain, episode: Episode) -> bool:
     """Keep test of the honest filter: the goal holds at the last imagined state, every imagined
-    state is legal and every imagined step is possible as a step — the domain's pure functions on
+    state is legal and no imagined step moves what nothing touches — the domain's pure functions on
     the imagined states, no simulator.
 
     Success is recomputed from the states with ``domain.score_rollout`` (not read from the
@@ -42,7 +43,7 @@ def honest_ok(domain: Domain, episode: Episode) -> bool:
         return False
     if not bool(np.all(domain.is_legal_batch(states[1:]))):
         return False
-    if not bool(np.all(domain.legal_steps_batch(states[:-1], states[1:]))):
+    if bool(np.any(domain.untouched_steps(states))):
         return False
     try:
         _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)

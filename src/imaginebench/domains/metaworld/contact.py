@@ -1,10 +1,11 @@
 """Which Meta-World steps are physically possible as steps: an entity moves only when touched.
 
-A state can be legal on its own while the step into it is not: imagined rollouts turn the faucet
+A state can be legal on its own while the steps into it are not: imagined rollouts turn the faucet
 or press the coffee button with the hand twice as far away as any real episode ever is
 (notes/metaworld_imagination.md).  In the simulator an entity's pose changes only while the
 gripper, or the object it holds, is in contact with it; from the state vector that reads as a
-bound on the hand's distance to the entity's reference point while the entity moves.
+bound on the hand's distance to the entity's reference point while the entity moves, counted
+from where the entity was when the hand last touched it (:func:`untouched_steps`).
 
 The bounds (:data:`CONTACT_REACH`) are physical facts of the scene's geometry, measured on expert
 rollouts of every task of every level (:func:`contact_reach` on the ``small`` real data of
@@ -47,51 +48,64 @@ or after a step, in a step where the entity moves (the largest measured distance
 comment, plus :data:`REACH_MARGIN`, rounded up to the centimetre).  0: the entity never moves."""
 
 CARRIED_BY: Mapping[str, str] = MappingProxyType({"lock": "handle"})
-"""Entities mounted on another moving entity: the lock moves with the door leaf (its slot is the
-``handle``), wherever the hand is, in any step where the door moves."""
+"""Entities mounted on another: the lock rides on the door leaf (its slot is the ``handle``), so
+it counts as touched whenever the door is touched or moves."""
 
 _REACH = np.array([CONTACT_REACH[e] for e in L.ENTITIES], dtype=np.float64)
 _CARRIED = [(L.SLOT[e], L.SLOT[c]) for e, c in CARRIED_BY.items()]
 
 
-def _moves_and_distance(states: np.ndarray, next_states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(N, 12)`` whether each entity moves in each step, and the hand's distance to it (the
-    nearer of before and after)."""
-    s = np.asarray(states, dtype=np.float64)
-    ns = np.asarray(next_states, dtype=np.float64)
-    before = s[:, L.SLOTS_START:].reshape(len(s), L.N_SLOTS, L.SLOT_SIZE)
-    after = ns[:, L.SLOTS_START:].reshape(len(ns), L.N_SLOTS, L.SLOT_SIZE)
-    moves = np.abs(after - before).max(axis=2) > POSE_STEP
-    near_before = np.linalg.norm(before[..., :3] - s[:, None, L.HAND], axis=2)
-    near_after = np.linalg.norm(after[..., :3] - ns[:, None, L.HAND], axis=2)
-    return moves, np.minimum(near_before, near_after)
+def _slots_and_distance(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(T+1, 12, 7)`` entity slots and ``(T+1, 12)`` hand distance to each reference point."""
+    slots = states[:, L.SLOTS_START:].reshape(len(states), L.N_SLOTS, L.SLOT_SIZE)
+    return slots, np.linalg.norm(slots[..., :3] - states[:, None, L.HAND], axis=2)
 
 
-def touched_rows(states: np.ndarray, next_states: np.ndarray) -> np.ndarray:
-    """``(N,)`` bool: in step ``states[i] -> next_states[i]`` every entity that moves has the
-    hand within its :data:`CONTACT_REACH` (or is carried by an entity that moves too,
-    :data:`CARRIED_BY`).  Non-finite rows are False."""
-    s = np.asarray(states, dtype=np.float64)
-    ns = np.asarray(next_states, dtype=np.float64)
-    finite = np.isfinite(s).all(axis=1) & np.isfinite(ns).all(axis=1)
-    moves, dist = _moves_and_distance(np.where(finite[:, None], s, 0.0), np.where(finite[:, None], ns, 0.0))
-    untouched = moves & (dist > _REACH)
+def _touched(dist: np.ndarray, moved: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """Which entities the hand can be touching in a step: within ``reach`` before or after
+    (``dist``, ``(2, 12)``), or carried by an entity that is touched or ``moved``."""
+    touched = dist.min(axis=0) <= reach
     for entity, carrier in _CARRIED:
-        untouched[:, entity] &= ~moves[:, carrier]
-    return finite & ~np.any(untouched, axis=1)
+        touched[entity] |= touched[carrier] | moved[carrier]
+    return touched
+
+
+def untouched_steps(states: np.ndarray) -> np.ndarray:
+    """``(T,)`` bool over a rollout's ``(T+1, 91)`` states: step ``t`` moves an entity that the
+    hand has not touched — its pose is more than :data:`POSE_STEP` from where it was when last
+    touched (or at the start), and the hand is beyond its :data:`CONTACT_REACH` before and after
+    the step.  Measured from the last touch, not per step, so a slow creep of a few millimetres a
+    step (a button pressed over seven untouched steps) counts as the move it adds up to.  A
+    non-finite state makes its steps untouched moves."""
+    s = np.asarray(states, dtype=np.float64)
+    finite = np.isfinite(s).all(axis=1)
+    slots, dist = _slots_and_distance(np.where(finite[:, None], s, 0.0))
+    bad = ~(finite[:-1] & finite[1:])
+    anchor = slots[0].copy()
+    for t in range(1, len(s)):
+        moved = np.abs(slots[t] - slots[t - 1]).max(axis=1) > POSE_STEP
+        touched = _touched(dist[t - 1:t + 1], moved, _REACH)
+        anchor[touched] = slots[t][touched]
+        drifted = np.abs(slots[t] - anchor).max(axis=1) > POSE_STEP
+        if drifted.any():
+            bad[t - 1] = True
+            anchor[drifted] = slots[t][drifted]
+    return bad
 
 
 def contact_reach(episodes: Iterable[np.ndarray]) -> dict[str, tuple[int, float]]:
     """Per entity, over the ``(T+1, 91)`` state arrays of ``episodes``: the number of steps it
-    moves in (not counting steps where its carrier moves too) and the largest hand distance in
-    such a step (0.0 when it never moves) — the measurement :data:`CONTACT_REACH` is set from."""
+    moves in by more than :data:`POSE_STEP` (not counting steps where its carrier moves too) and
+    the largest hand distance in such a step (0.0 when it never moves) — the measurement
+    :data:`CONTACT_REACH` is set from."""
     steps = np.zeros(L.N_SLOTS, dtype=np.int64)
     far = np.zeros(L.N_SLOTS, dtype=np.float64)
     for states in episodes:
-        s = np.asarray(states, dtype=np.float64)
-        moves, dist = _moves_and_distance(s[:-1], s[1:])
+        slots, dist = _slots_and_distance(np.asarray(states, dtype=np.float64))
+        moves = np.abs(np.diff(slots, axis=0)).max(axis=2) > POSE_STEP
+        near = np.minimum(dist[:-1], dist[1:])
         for entity, carrier in _CARRIED:
             moves[:, entity] &= ~moves[:, carrier]
         steps += moves.sum(axis=0)
-        far = np.maximum(far, np.where(moves, dist, 0.0).max(axis=0, initial=0.0))
+        far = np.maximum(far, np.where(moves, near, 0.0).max(axis=0, initial=0.0))
     return {e: (int(steps[i]), float(far[i])) for i, e in enumerate(L.ENTITIES)}

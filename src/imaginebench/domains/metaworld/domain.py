@@ -217,8 +217,7 @@ class MetaWorldDomain(Domain):
         """:meth:`is_legal` of every row of an ``(N, 91)`` array, as array code."""
         return legal_rows(self._check_states("states", states, None))
 
-    def legal_steps_batch(self, states: np.ndarray, next_states: np.ndarray) -> np.ndarray:
-        """Every entity that moves in the step has the hand within its contact reach
-        (:func:`.contact.touched_rows`): the faucet does not turn, nor the button go in, untouched."""
-        states = self._check_states("states", states, None)
-        return contact.touched_rows(states, self._check_states("next_states", next_states, len(states)))
+    def untouched_steps(self, states: np.ndarray) -> np.ndarray:
+        """Steps that move an entity the hand is not touching (:func:`.contact.untouched_steps`):
+        the faucet does not turn, nor the button go in, untouched."""
+        return contact.untouched_steps(self._check_states("states", states, None))
