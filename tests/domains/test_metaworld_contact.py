@@ -152,3 +152,18 @@ def test_contact_reach_measures_the_farthest_moving_step():
     out = contact.contact_reach([s])
     assert out["button"][0] == 1 and out["button"][1] == pytest.approx(0.2)
     assert out["faucet"] == (0, 0.0)
+
+
+def test_a_free_object_may_wobble_in_place_but_not_slide_untouched():
+    """The task object's orientation may change with the hand far (the mug wobbles in place);
+    its position may not."""
+    s = np.zeros((2, L.STATE_DIM))
+    sl = L.slot_slice("task_object")
+    s[:, sl] = np.r_[0.0, 0.7, 0.02, L.IDENTITY_QUAT]
+    s[:, L.HAND] = [0.4, 0.5, 0.2]           # 0.49 m away
+    wobble = s.copy()
+    wobble[1, sl.start + 3:sl.stop] = L.canonical_quat(np.array([1.0, 0.02, 0.02, 0.0]))
+    slide = s.copy()
+    slide[1, sl.start] += 0.01
+    assert DOMAIN.untouched_steps(wobble).tolist() == [False]
+    assert DOMAIN.untouched_steps(slide).tolist() == [True]
