@@ -122,6 +122,19 @@ NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "Met
 
 
 @pytest.mark.parametrize("env_id,level", SHIPPED)
+def test_every_shipped_honest_rollout_passes_todays_honest_filter(env_id, level, data_home):
+    """A change to a domain's honest filter (its legality, success or step rules) must come with
+    reference files made under it: the shipped honest files are what the filter keeps."""
+    from imaginebench.envs.registry import load_domain
+    from imaginebench.imagination.filters import honest_ok
+
+    domain = load_domain(env_id)
+    honest = load_imaginary(env_id, level, "small")
+    rejected = [i for i, episode in enumerate(honest) if not honest_ok(domain, episode)]
+    assert not rejected, f"{len(rejected)} of {len(honest)} shipped rollouts fail the honest filter, e.g. #{rejected[0]}"
+
+
+@pytest.mark.parametrize("env_id,level", SHIPPED)
 def test_shipped_reference_datasets_load_in_an_empty_data_home(env_id, level, data_home):
     """The packaged small-profile datasets: checksummed, honest filter, the rollout model in metadata."""
     from imaginebench.data.hub import load_imaginary
