@@ -28,16 +28,12 @@ def level_episodes(request):
 
 
 def _split(rows) -> list[tuple[str, np.ndarray]]:
-    """Rows of consecutive expert episodes back into episodes' state arrays."""
-    out, current = [], []
+    """Rows of one expert episode per task (``tries=1``) back into each episode's state array."""
+    by_task: dict[str, list] = {}
     for r in rows:
-        if current and not np.array_equal(np.asarray(current[-1][1].next_state), np.asarray(r.state)):
-            out.append(current)
-            current = []
-        current.append((r.task.name, r))
-    out.append(current)
-    return [(ep[0][0], np.stack([np.asarray(ep[0][1].state, np.float64)]
-                                + [np.asarray(r.next_state, np.float64) for _, r in ep])) for ep in out]
+        by_task.setdefault(r.task.name, []).append(r)
+    return [(name, np.stack([np.asarray(ep[0].state, np.float64)] + [np.asarray(r.next_state, np.float64) for r in ep]))
+            for name, ep in by_task.items()]
 
 
 def test_every_real_expert_step_is_touched(level_episodes):

@@ -13,7 +13,7 @@ episodes): the largest hand distance in a step where the entity moves (:func:`co
 or, where an entity creeps on after a touch, the smallest reach at which every one of those
 episodes passes :func:`untouched_steps` — plus :data:`REACH_MARGIN`.
 They are per entity, never per task or instruction, so a novel task's rollouts are judged by
-the same physics as the train tasks'.  Everything here is a pure function of consecutive states.
+the same physics as the train tasks'.  Everything here is a pure function of a rollout's states.
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ def _change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(_COUNTED, np.abs(a - b), 0.0).max(axis=-1)
 
 
-def _touched(dist: np.ndarray, moved: np.ndarray, reach: np.ndarray) -> np.ndarray:
-    """Which entities the hand can be touching in a step: within ``reach`` before or after
+def _touched(dist: np.ndarray, moved: np.ndarray) -> np.ndarray:
+    """Which entities the hand can be touching in a step: within their reach before or after
     (``dist``, ``(2, 12)``), or carried by an entity that is touched or ``moved``."""
-    touched = dist.min(axis=0) <= reach
+    touched = dist.min(axis=0) <= _REACH
     for entity, carrier in _CARRIED:
         touched[entity] |= touched[carrier] | moved[carrier]
     return touched
@@ -97,7 +97,7 @@ def untouched_steps(states: np.ndarray) -> np.ndarray:
     anchor = slots[0].copy()
     for t in range(1, len(s)):
         moved = _change(slots[t], slots[t - 1]) > POSE_STEP
-        touched = _touched(dist[t - 1:t + 1], moved, _REACH)
+        touched = _touched(dist[t - 1:t + 1], moved)
         anchor[touched] = slots[t][touched]
         drifted = _change(slots[t], anchor) > POSE_STEP
         if drifted.any():
