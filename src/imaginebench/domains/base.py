@@ -389,6 +389,12 @@ class Domain(abc.ABC):
         states = self._check_states("states", states, None)
         return np.zeros(max(len(states) - 1, 0), dtype=bool)
 
+    def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
+        """Whether a rollout's own actions could not have produced its motion, judged without the
+        simulator (e.g. by a dynamics model fit on real train data).  The honest filter rejects a
+        rollout for which this holds.  ``False`` by default: the domain has no such check."""
+        return False
+
     def _check_states(self, what: str, states: np.ndarray, n: int | None) -> np.ndarray:
         """``states`` as a float64 ``(n, state_dim)`` array (any ``n`` when ``None``), else ``ValueError``."""
         arr = np.asarray(states, dtype=np.float64)

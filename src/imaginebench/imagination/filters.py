@@ -15,9 +15,10 @@ KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
 """Which imagined rollouts are kept:
 
 * ``honest`` (default): the goal holds at the last imagined state, every imagined state is
-  legal and no imagined step moves what nothing touches (``Domain.untouched_steps``), all
-  judged by the domain's pure functions on the imagined states alone — no simulator call, so
-  it is usable for any novel instruction;
+  legal, no imagined step moves what nothing touches (``Domain.untouched_steps``) and the
+  rollout's actions could have produced its motion (``Domain.unpowered``: HalfCheetah replays
+  them through a dynamics model fit on real train data), all judged without a simulator call,
+  so it is usable for any novel instruction;
 * ``none``: every rollout (the unfiltered data);
 * ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the
   simulator re-run from the imagined state.  This reads the simulator on novel tasks, so it is
@@ -30,8 +31,8 @@ KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle"}
 
 def honest_ok(domain: Domain, episode: Episode) -> bool:
     """Keep test of the honest filter: the goal holds at the last imagined state, every imagined
-    state is legal and no imagined step moves what nothing touches — the domain's pure functions on
-    the imagined states, no simulator.
+    state is legal, no imagined step moves what nothing touches and the actions could have produced
+    the motion — the domain's own functions on the imagined rollout, no simulator.
 
     Success is recomputed from the states with ``domain.score_rollout`` (not read from the
     stored flags).  Empty rollouts and non-finite states are rejected.
@@ -44,6 +45,11 @@ def honest_ok(domain: Domain, episode: Episode) -> bool:
     if not bool(np.all(domain.is_legal_batch(states[1:]))):
         return False
     if bool(np.any(domain.untouched_steps(states))):
+        return False
+    try:
+        if domain.unpowered(states, np.asarray(episode.actions)):
+            return False
+    except ValueError:
         return False
     try:
         _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)

@@ -177,6 +177,15 @@ class HalfCheetahDomain(Domain):
         """No HalfCheetah task can hold at the start (every rule needs steps taken)."""
         return False
 
+    def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
+        """The rollout's first actions, replayed through a dynamics model fit on real train data
+        from its initial state, do not move the cheetah the way its states do
+        (:func:`.propulsion.unpowered`: the imagined "gliders")."""
+        from imaginebench.domains.halfcheetah import propulsion
+
+        states = self._check_states("states", states, len(actions) + 1)
+        return propulsion.unpowered(states, np.asarray(actions, np.float64).reshape(len(actions), P.ACTION_DIM))
+
     def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
         """:meth:`is_legal` of every row of an ``(N, 18)`` array, as array code."""
         return legal_rows(self._check_states("states", states, None))
