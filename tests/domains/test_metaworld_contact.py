@@ -52,6 +52,16 @@ def faucet() -> np.ndarray:
     return dict(_split(rows))["faucet_open"]
 
 
+@pytest.fixture(scope="module")
+def faucet_actions() -> np.ndarray:
+    """That episode's actions (the honest filter also checks that they move the hand)."""
+    pytest.importorskip("metaworld")
+    from tests.domains.test_outcome_batch import expert_rows
+
+    _, rows = expert_rows("MetaWorld-v0", "train", tries=1)
+    return np.stack([np.asarray(r.action, np.float32) for r in rows if r.task.name == "faucet_open"])
+
+
 def _far_hand(states: np.ndarray) -> np.ndarray:
     """``states`` with the hand 0.35 m to the side of the faucet knob (inside the hand box)."""
     out = states.copy()
@@ -90,24 +100,24 @@ def test_a_slow_creep_adds_up(faucet):
     assert DOMAIN.untouched_steps(far).tolist() == [False, False, True, False, False]
 
 
-def _episode(states: np.ndarray) -> Episode:
+def _episode(states: np.ndarray, actions: np.ndarray) -> Episode:
     t = len(states) - 1
     z = np.zeros(t, bool)
     return Episode(task="faucet_open", instruction="", states=states.astype(np.float32),
-                   actions=np.zeros((t, L.ACTION_DIM), np.float32), rewards=np.zeros(t, np.float32),
+                   actions=actions, rewards=np.zeros(t, np.float32),
                    terminals=z, truncations=z, successes=z)
 
 
-def test_the_honest_filter_drops_a_rollout_whose_goal_is_reached_untouched(faucet):
+def test_the_honest_filter_drops_a_rollout_whose_goal_is_reached_untouched(faucet, faucet_actions):
     """The real episode is kept; with the knob turned to its final pose at the first step (the
     hand still at its start) every state stays legal and the goal still holds, but it is dropped."""
-    assert honest_ok(DOMAIN, _episode(faucet))
+    assert honest_ok(DOMAIN, _episode(faucet, faucet_actions))
     sl = L.slot_slice("faucet")
     jumped = faucet.copy()
     jumped[1:, sl] = faucet[-1, sl]
     assert np.linalg.norm(faucet[0, L.HAND] - faucet[0, sl][:3]) > contact.CONTACT_REACH["faucet"]
     assert DOMAIN.is_legal_batch(jumped[1:]).all()
-    assert not honest_ok(DOMAIN, _episode(jumped))
+    assert not honest_ok(DOMAIN, _episode(jumped, faucet_actions))
 
 
 def test_non_finite_states_and_shapes():

@@ -16,8 +16,9 @@ KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
 
 * ``honest`` (default): the goal holds at the last imagined state, every imagined state is
   legal, no imagined step moves what nothing touches (``Domain.untouched_steps``) and the
-  rollout's actions could have produced its motion (``Domain.unpowered``: HalfCheetah replays
-  them through a dynamics model fit on real train data), all judged without a simulator call,
+  rollout's actions could have produced its motion (``Domain.unpowered``: HalfCheetah and
+  Meta-World replay the first ones through a model fit on real train data), all judged without
+  a simulator call,
   so it is usable for any novel instruction;
 * ``none``: every rollout (the unfiltered data);
 * ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the

@@ -217,6 +217,14 @@ class MetaWorldDomain(Domain):
         """:meth:`is_legal` of every row of an ``(N, 91)`` array, as array code."""
         return legal_rows(self._check_states("states", states, None))
 
+    def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
+        """The imagined hand strays from where the rollout's own first actions move it
+        (:func:`.propulsion.unpowered`: the arm is position-controlled)."""
+        from imaginebench.domains.metaworld import propulsion
+
+        acts = np.asarray(actions, np.float64).reshape(len(actions), self.action_dim)
+        return propulsion.unpowered(self._check_states("states", states, len(acts) + 1), acts)
+
     def untouched_steps(self, states: np.ndarray) -> np.ndarray:
         """Steps that move an entity the hand is not touching (:func:`.contact.untouched_steps`):
         the faucet does not turn, nor the button go in, untouched."""
