@@ -48,7 +48,7 @@ def test_quality_table_reads_reference_reports_and_prefers_local_ones():
     assert quality_section([("HalfCheetah-v0", "tiny")]) == []
     # Meta-World ships rephrase and easy, not hard: their reports with the unfiltered 'all' rows, hard as none
     meta = "\n".join(quality_section([("MetaWorld-v0", "small")]))
-    assert "| rephrase | reference, honest | kept | 132 | 100.0 |" in meta and "| easy | reference, honest | all | 400 |" in meta
+    assert "| rephrase | reference, honest | kept | 40 | 100.0 |" in meta and "| easy | reference, honest | all | 400 |" in meta
     assert "| hard | none |" in meta
     # HalfCheetah ships every level: the table reads its reports, with the unfiltered 'all' rows
     cheetah = "\n".join(quality_section([("HalfCheetah-v0", "small")]))
