@@ -120,3 +120,11 @@ def test_fit_is_deterministic(train_episodes):
     assert a.keys() == b.keys()
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert propulsion.Dynamics(a).step(eps[0].states[:-1], eps[0].actions).shape == (len(eps[0].actions), 18)
+
+
+def test_refit_command_rejects_bad_input_in_one_line(tmp_path, capsys):
+    out = tmp_path / "dynamics.npz"
+    with pytest.raises(SystemExit) as e:
+        propulsion.main([str(tmp_path / "missing.npz"), str(out)])
+    assert str(e.value).startswith("error: ") and "\n" not in str(e.value)
+    assert not out.exists()
