@@ -40,6 +40,10 @@ def imagine_train(
     start_window_share: float = typer.Option(
         0.5, "--start-window-share", help="Share of the windows cut from long episodes that begin at the episode's "
         "start, where only the instruction says what to do (0: uniform windows, the old behaviour)."),
+    action_bins: Optional[int] = typer.Option(
+        None, "--action-bins", help="Continuous actions only: predict each action dimension as one of K values from "
+        "-1 to 1 and sample it in generation (default: regress it, which averages a gait). Use --out: a checkpoint "
+        "folder holds one model design."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sequences per step (default: the profile's)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Backbone learning rate (default 5e-4 LoRA / 1e-4 full)."),
     adapter_lr: Optional[float] = typer.Option(None, "--adapter-lr",
@@ -64,6 +68,8 @@ def imagine_train(
     from imaginebench import limits
     from imaginebench.imagination.pipeline import train
 
+    if action_bins is not None and action_bins < 2:
+        raise UsageError(f"--action-bins must be at least 2, got {action_bins}.")
     for option, value in (("--steps", steps), ("--layers", layers), ("--batch-size", batch_size),
                           ("--eval-every", eval_every), ("--early-stop-patience", early_stop_patience)):
         limits.count(option, value, allow_none=True)
@@ -91,7 +97,7 @@ def imagine_train(
                              f"{task_weights!r}.") from None
     r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
               out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, device=device, progress=progress,
-              numeric_layers=numeric_layers, **extra)
+              numeric_layers=numeric_layers, action_bins=action_bins, **extra)
     import torch
 
     gpu = (f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"

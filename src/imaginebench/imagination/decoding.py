@@ -39,7 +39,9 @@ class GenerateConfig:
 
     Attributes:
         temperature: discrete actions are sampled from softmax(logits / temperature);
-            0 means argmax.  (Continuous actions are the head's output, clipped to [-1, 1].)
+            0 means argmax.  Continuous actions of a model with ``action_bins`` are sampled the
+            same way, one value per dimension; a regression head's are its output, clipped to
+            [-1, 1], whatever the temperature.
         batch_size: rollouts generated together.
         seed: seed of the initial states (env resets) and of action sampling.
         use_cache: reuse keys/values between steps (``False`` recomputes the whole sequence;
@@ -165,18 +167,26 @@ class _Rows:
                        truncations=truncations, successes=succ)
 
 
-def _choose_actions(model: Any, hidden: torch.Tensor, temperature: float, gen: torch.Generator) -> torch.Tensor:
-    out = model.predict_actions(hidden)
-    if not model.discrete:
-        return out.clamp(-1.0, 1.0)
+def _sample(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> torch.Tensor:
+    """Indices drawn from softmax(logits / temperature) over the last axis (0: argmax)."""
     if temperature == 0:
-        return out.argmax(-1)
-    probs = torch.softmax(out.float() / temperature, dim=-1)
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
     if probs.device.type == "cpu":
-        return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+        flat = probs.reshape(-1, probs.shape[-1])
+        return torch.multinomial(flat, 1, generator=gen).reshape(probs.shape[:-1])
     # Gumbel-max on the device: no host round trip; the noise comes from the seeded CPU generator.
     noise = torch.rand(probs.shape, generator=gen).to(probs.device).clamp_(1e-20, 1.0)
     return (probs.log() - (-noise.log()).log()).argmax(-1)
+
+
+def _choose_actions(model: Any, hidden: torch.Tensor, temperature: float, gen: torch.Generator) -> torch.Tensor:
+    out = model.predict_actions(hidden)
+    if model.discrete:
+        return _sample(out, temperature, gen)
+    if getattr(model, "action_bins", None) is not None:  # one value per dimension, sampled
+        return model.action_values[_sample(out, temperature, gen)]
+    return out.clamp(-1.0, 1.0)
 
 
 def _round_states(model: Any, states: torch.Tensor) -> torch.Tensor:

@@ -76,6 +76,12 @@ class ModelConfig:
         end_head: a learned end-of-rollout output (:meth:`RolloutLM.predict_end`).
         match_embedding_scale: rescale the initial state/action embeddings to the token
             embeddings' mean norm.
+        action_bins: continuous actions only.  ``None``: the action head regresses each action
+            dimension (MSE), so generation emits the mean of what the model is unsure between: a
+            smoothed-out gait where the real one switches sharply.  ``K``: each dimension is a
+            categorical over ``K`` evenly spaced values from -1 to 1 (both ends included;
+            cross-entropy), and generation *samples* one value per dimension at the temperature
+            (0: the most likely value).  Actions fed back in are the chosen values.
     """
 
     backbone: str = "smollm2-135m"
@@ -88,6 +94,7 @@ class ModelConfig:
     residual_states: bool = True
     end_head: bool = True
     match_embedding_scale: bool = True
+    action_bins: int | None = None
 
     LEGACY_DEFAULTS = {"end_head": False, "match_embedding_scale": False}
     """Values of fields missing from configs saved before the field existed."""
@@ -99,6 +106,8 @@ class ModelConfig:
             raise ValueError(f"num_layers must be >= 1 or None, got {self.num_layers}.")
         if self.numeric_layers is not None and self.numeric_layers < 1:
             raise ValueError(f"numeric_layers must be >= 1 or None, got {self.numeric_layers}.")
+        if self.action_bins is not None and self.action_bins < 2:
+            raise ValueError(f"action_bins must be >= 2 or None, got {self.action_bins}.")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,6 +175,10 @@ class RolloutLM(nn.Module):
         self.tokenizer = backbone.tokenizer
         self.state_dim, self.discrete, self.action_dim = int(state_dim), bool(discrete_actions), int(action_dim)
         self.normaliser = normaliser
+        if self.discrete and config.action_bins is not None:
+            raise ValueError("action_bins is for continuous actions; this domain's actions are discrete (leave it "
+                             "unset).")
+        self.action_bins: int | None = None if self.discrete else config.action_bins
         if len(normaliser.mean) != self.state_dim:
             raise ValueError(f"Normaliser has {len(normaliser.mean)} dims; the domain has {self.state_dim}.")
         lm = backbone.model
@@ -205,7 +218,7 @@ class RolloutLM(nn.Module):
         self.state_embed = nn.Linear(self.state_dim, hidden)
         self.action_embed = nn.Embedding(action_dim, hidden) if self.discrete else nn.Linear(action_dim, hidden)
         self.state_head = nn.Linear(hidden, self.state_dim)
-        self.action_head = nn.Linear(hidden, action_dim)
+        self.action_head = nn.Linear(hidden, action_dim * (self.action_bins or 1))
         self.end_head: nn.Linear | None = nn.Linear(hidden, 1) if config.end_head else None
         if config.residual_states:
             nn.init.zeros_(self.state_head.weight)
@@ -215,6 +228,10 @@ class RolloutLM(nn.Module):
             nn.init.constant_(self.end_head.bias, math.log(END_PRIOR / (1.0 - END_PRIOR)))
         self.register_buffer("state_mean", torch.as_tensor(normaliser.mean, dtype=torch.float32))
         self.register_buffer("state_std", torch.as_tensor(normaliser.std, dtype=torch.float32))
+        if self.action_bins is not None:  # the values the bins stand for (not saved: fixed by the config)
+            k = torch.arange(self.action_bins, dtype=torch.float64)  # symmetric: -1, 0 (odd K) and 1 exactly
+            values = ((2 * k - (self.action_bins - 1)) / (self.action_bins - 1)).float()
+            self.register_buffer("action_values", values, persistent=False)
         if config.match_embedding_scale:
             self.match_embedding_scale()
 
@@ -431,9 +448,22 @@ class RolloutLM(nn.Module):
         return out
 
     def predict_actions(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Action logits (discrete) or action values (continuous)."""
+        """Action logits ``(..., n_actions)`` (discrete), action values ``(..., action_dim)``
+        (continuous) or, with :attr:`action_bins`, per-dimension logits ``(..., action_dim, K)``
+        over :attr:`action_values`."""
         with torch.autocast(device_type=hidden.device.type, enabled=False):
-            return self.action_head(hidden.float())
+            out = self.action_head(hidden.float())
+        if self.action_bins is not None:
+            out = out.unflatten(-1, (self.action_dim, self.action_bins))
+        return out
+
+    def action_bin_index(self, actions: torch.Tensor) -> torch.Tensor:
+        """The bin of each continuous action value (the nearest of :attr:`action_values`; values
+        outside [-1, 1] go to the end bins)."""
+        if self.action_bins is None:
+            raise RuntimeError("This rollout model regresses its actions (ModelConfig.action_bins is None).")
+        scaled = (actions.float().clamp(-1.0, 1.0) + 1.0) * (0.5 * (self.action_bins - 1))
+        return scaled.round().long()
 
     @property
     def has_end_head(self) -> bool:
@@ -496,9 +526,9 @@ class RolloutLM(nn.Module):
         """Teacher-forced losses of a right-padded batch.
 
         Returns ``state`` (MSE of normalised states), ``action`` (cross-entropy, or MSE for
-        continuous actions), ``text`` (cross-entropy), ``end`` (binary cross-entropy of the end
-        head at labelled state positions; only with an end head), the ``n_*`` target counts
-        and ``total`` = the weighted sum of the components that have targets (default weights 1).
+        continuous actions, or per-dimension cross-entropy with ``action_bins``), ``text``
+        (cross-entropy), ``end`` (binary cross-entropy of the end head at labelled state
+        positions; only with an end head), the ``n_*`` target counts and ``total`` = the weighted sum of the components that have targets (default weights 1).
         """
         t = self.tensors(batch)
         emb = self.embed(t["kinds"], t["tokens"], t["states"], t["actions"], t["mask"])
@@ -520,7 +550,12 @@ class RolloutLM(nn.Module):
             elif kind == ACTION:
                 pred = self.predict_actions(h)
                 target = t["actions"][rows, cols]
-                loss = F.cross_entropy(pred, target.long()) if self.discrete else F.mse_loss(pred, target.float())
+                if self.discrete:
+                    loss = F.cross_entropy(pred, target.long())
+                elif self.action_bins is not None:
+                    loss = F.cross_entropy(pred.flatten(0, -2), self.action_bin_index(target).flatten())
+                else:
+                    loss = F.mse_loss(pred, target.float())
             else:
                 logits = self.token_head(h).float()
                 loss = F.cross_entropy(logits, t["tokens"][rows, cols])

@@ -52,10 +52,13 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
           steps: int | None = None, num_layers: int | None = None, batch_size: int | None = None,
           lr: float | None = None, out: str | Path | None = None, overwrite: bool = False, resume: bool = True,
           bf16: bool = False, threads: int | None = None, seed: int = 0, progress: bool = True,
-          device: str | None = None, numeric_layers: int | None = None, **train_overrides: Any):
+          device: str | None = None, numeric_layers: int | None = None, action_bins: int | None = None,
+          **train_overrides: Any):
     """Fine-tune the rollout model on ``env_id``'s real train data; returns a ``RolloutTrainingResult``.
 
-    ``numeric_layers``: late entry (``None``: the profile's default, 0: every layer)."""
+    ``numeric_layers``: late entry (``None``: the profile's default, 0: every layer).
+    ``action_bins``: continuous actions as ``K`` sampled values per dimension
+    (:class:`~imaginebench.imagination.model.ModelConfig`); ``None``: regressed."""
     from imaginebench.data.hub import load_real
     from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.backbones import check_backbone
@@ -67,7 +70,8 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     backbone = check_backbone(backbone or prof.lm_backbone)
     late = numeric_layers_of(prof.name, numeric_layers)
     real = load_real(env_id, "train", prof.name)
-    mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers, numeric_layers=late)
+    mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers, numeric_layers=late,
+                       action_bins=action_bins)
     settings: dict[str, Any] = {
         "steps": steps if steps is not None else prof.lm_steps,
         "batch_size": batch_size if batch_size is not None else prof.lm_batch_size,
