@@ -162,3 +162,50 @@ def test_a_checkpoint_of_another_model_or_domain_is_refused_as_every_run_folder_
     with pytest.raises(SettingsClash, match=r"env_id 'CLEVR-v0' there vs 'BabyAI-v0' now"):
         train_rollout_model("BabyAI-v0", _dataset(), tmp_path / "ckpt", MODEL, TRAIN, progress=False, device="cpu")
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == before  # nothing written, nothing lost
+
+
+def _continuous(n: int = 12, seed: int = 0) -> EpisodeDataset:
+    """Random episodes of HalfCheetah's shapes (18-dim states, 6-dim actions in [-1, 1])."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for i in range(n):
+        t = int(rng.integers(3, 7))
+        terminals = np.zeros(t, bool)
+        terminals[-1] = True
+        episodes.append(Episode(task=f"task{i % 2}", instruction=f"run {'forward' if i % 2 else 'backward'}",
+                                states=rng.normal(size=(t + 1, 18)).astype(np.float32) * (1 + seed),
+                                actions=rng.uniform(-1, 1, (t, 6)).astype(np.float32), rewards=np.zeros(t, np.float32),
+                                terminals=terminals, truncations=np.zeros(t, bool), successes=terminals.copy()))
+    return EpisodeDataset.from_episodes(episodes, metadata={"discrete_actions": False, "action_dim": 6})
+
+
+def test_a_warm_start_copies_what_the_new_model_shares_and_starts_a_new_head_fresh(tmp_path):
+    """A binned-action model warm started from a regression one: every tensor but the action head
+    (and the normaliser) comes from the checkpoint, even on other data; the head is new."""
+    tcfg = replace(TRAIN, augment=False)
+    regression = ModelConfig(backbone="tiny", lora=False)
+    train_rollout_model("HalfCheetah-v0", _continuous(), tmp_path / "reg", regression, tcfg, progress=False,
+                        device="cpu")
+    source, _ = ckpt.load_checkpoint(tmp_path / "reg", device="cpu")
+    still = replace(tcfg, steps=1, lr=1e-12, adapter_lr=1e-12, init_from=str(tmp_path / "reg"))
+    binned = replace(regression, action_bins=5)
+    train_rollout_model("HalfCheetah-v0", _continuous(seed=1), tmp_path / "bins", binned, still, progress=False,
+                        device="cpu")
+    warm, meta = ckpt.load_checkpoint(tmp_path / "bins", device="cpu")
+    assert meta["model"]["action_bins"] == 5 and meta["train"]["init_from"] == str(tmp_path / "reg")
+    np.testing.assert_array_equal(warm.normaliser.mean, source.normaliser.mean)  # not refit on the new data
+    theirs, ours = source.trainable_state(), warm.trainable_state()
+    assert set(ours) == set(theirs)
+    for name, value in ours.items():
+        if name.startswith("action_head"):
+            assert value.shape != theirs[name].shape
+        else:
+            torch.testing.assert_close(value, theirs[name], atol=1e-8, rtol=0, msg=name)
+    # a warm start from another domain or another backbone design is refused in one line
+    _run(tmp_path / "clevr")
+    with pytest.raises(ValueError, match="is a rollout model of CLEVR-v0, not of HalfCheetah-v0"):
+        train_rollout_model("HalfCheetah-v0", _continuous(), tmp_path / "x", binned,
+                            replace(tcfg, init_from=str(tmp_path / "clevr")), progress=False, device="cpu")
+    with pytest.raises(ValueError, match="another backbone design \\(lora False there vs True now\\)"):
+        train_rollout_model("HalfCheetah-v0", _continuous(), tmp_path / "y", replace(binned, lora=True),
+                            replace(tcfg, init_from=str(tmp_path / "reg")), progress=False, device="cpu")

@@ -44,6 +44,9 @@ def imagine_train(
         None, "--action-bins", help="Continuous actions only: predict each action dimension as one of K values from "
         "-1 to 1 and sample it in generation (default: regress it, which averages a gait). Use --out: a checkpoint "
         "folder holds one model design."),
+    init_from: Optional[Path] = typer.Option(
+        None, "--init-from", help="Warm start a new run from this checkpoint folder's weights (same domain and "
+        "backbone design; tensors a new head adds, e.g. --action-bins, start fresh)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Sequences per step (default: the profile's)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Backbone learning rate (default 5e-4 LoRA / 1e-4 full)."),
     adapter_lr: Optional[float] = typer.Option(None, "--adapter-lr",
@@ -80,6 +83,8 @@ def imagine_train(
     _threads(threads)
     extra: dict = {"early_stop_min_delta": early_stop_min_delta, "augment": augment,
                    "start_window_share": start_window_share}
+    if init_from is not None:
+        extra["init_from"] = str(init_from)
     if eval_every is not None:
         extra["eval_every"] = eval_every
     if early_stop_patience is not None:

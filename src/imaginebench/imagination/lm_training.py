@@ -86,6 +86,10 @@ class TrainConfig:
             domain (``Domain.symmetries``: exact maps of real episodes onto real episodes of
             the same task, e.g. BabyAI's eight rotations/reflections of the room); domains
             without symmetries are unaffected.  Validation examples stay unaugmented.
+        init_from: warm start: a new run (not a resume) starts from this checkpoint folder's
+            weights (its best, else its last) and normaliser, every tensor whose name and shape
+            the new model shares; the rest (a new head, e.g. ``action_bins``) keeps its fresh
+            initialisation.  The backbone and its LoRA/late-entry design must be the same.
     """
 
     steps: int = 1000
@@ -111,6 +115,7 @@ class TrainConfig:
     early_stop_patience: int | None = None
     early_stop_min_delta: float = 0.0
     augment: bool = True
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         if self.early_stop_patience is not None and self.early_stop_patience < 1:
@@ -302,6 +307,38 @@ def _announce(model: RolloutLM, sampler: _Sampler, cfg: TrainConfig, steps: int,
         tqdm.write(msg)
 
 
+def _check_warm_start(warm: RolloutLM, meta: Mapping[str, Any], mcfg: ModelConfig, env_id: str, state_dim: int,
+                      discrete: bool, action_dim: int, folder: str) -> None:
+    """A warm start must come from the same domain and backbone design (one-line errors)."""
+    if meta.get("env_id") != env_id or (warm.state_dim, warm.discrete, warm.action_dim) != (state_dim, discrete,
+                                                                                              action_dim):
+        raise ValueError(f"--init-from {folder} is a rollout model of {meta.get('env_id')}, not of {env_id}; warm "
+                         "start from a checkpoint of the same domain.")
+    theirs, ours = warm.config.to_dict(), mcfg.to_dict()
+    design = ("backbone", "lora", "lora_rank", "lora_alpha", "num_layers", "numeric_layers", "residual_states")
+    differ = [f"{k} {theirs[k]} there vs {ours[k]} now" for k in design if theirs[k] != ours[k]]
+    if differ:
+        raise ValueError(f"--init-from {folder} has another backbone design ({'; '.join(differ)}); warm start needs "
+                         "the same one.")
+
+
+def _copy_shared_weights(source: RolloutLM, target: RolloutLM) -> tuple[int, list[str]]:
+    """Copy every trainable tensor of ``source`` that ``target`` has with the same shape; returns
+    the count and the names of ``target``'s trainable tensors left at their initialisation."""
+    theirs = source.trainable_state()
+    params = dict(target.named_parameters())
+    copied, fresh = 0, []
+    with torch.no_grad():
+        for name in target.trainable_state():
+            value = theirs.get(name)
+            if value is not None and value.shape == params[name].shape:
+                params[name].copy_(value)
+                copied += 1
+            else:
+                fresh.append(name)
+    return copied, fresh
+
+
 def train_rollout_model(
     env_id: str,
     real: EpisodeDataset,
@@ -360,7 +397,22 @@ def train_rollout_model(
         (out_dir / ckpt.LOG).unlink(missing_ok=True)
         backbone = load_backbone(mcfg.backbone, num_layers=mcfg.num_layers)
         torch.manual_seed(tcfg.seed)  # after loading: a first smollm2 conversion draws random numbers
-        model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, Normaliser.fit(real.states)).to(device)
+        normaliser = Normaliser.fit(real.states)
+        warm = None
+        if tcfg.init_from is not None:
+            warm, warm_meta = ckpt.load_checkpoint(Path(tcfg.init_from), device="cpu", which="best")
+            _check_warm_start(warm, warm_meta, mcfg, env_id, state_dim, discrete, action_dim, tcfg.init_from)
+            normaliser = warm.normaliser
+        model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, normaliser)
+        if warm is not None:
+            copied, fresh = _copy_shared_weights(warm, model)
+            msg = (f"Warm start from {tcfg.init_from} ({warm_meta['loaded']['file']}, step "
+                   f"{warm_meta['loaded']['step']}): {copied} tensors copied; fresh: {', '.join(fresh) or 'none'}")
+            logger.info(msg)
+            if progress:
+                tqdm.write(msg)
+            del warm
+        model = model.to(device)
         start, history, ended, best_file = 0, [], None, None
     best = _Best(tcfg.early_stop_patience, tcfg.early_stop_min_delta)
     for record in history:
