@@ -69,6 +69,15 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     prof = get_profile(profile)
     backbone = check_backbone(backbone or prof.lm_backbone)
     late = numeric_layers_of(prof.name, numeric_layers)
+    if action_bins is not None:
+        from imaginebench.envs.registry import domain_class
+
+        if domain_class(env_id).discrete_actions:
+            raise UsageError(f"--action-bins is for continuous actions; {env_id}'s actions are discrete (leave it out).")
+    if train_overrides.get("init_from") is not None:
+        from imaginebench.imagination.checkpoint import read_checkpoint_meta
+
+        read_checkpoint_meta(Path(train_overrides["init_from"]))  # a missing or foreign folder fails here, in one line
     real = load_real(env_id, "train", prof.name)
     mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers, numeric_layers=late,
                        action_bins=action_bins)
