@@ -52,7 +52,11 @@ def test_quality_table_reads_reference_reports_and_prefers_local_ones():
     assert "| hard | none |" in meta
     # HalfCheetah ships every level: the table reads its reports, with the unfiltered 'all' rows
     cheetah = "\n".join(quality_section([("HalfCheetah-v0", "small")]))
-    assert "| hard | reference, honest | kept | 2 | 100.0 |" in cheetah and "| rephrase | reference, honest | all | 1000 |" in cheetah
+    reports = {level: json.loads(quality_path(reference_path("HalfCheetah-v0", level, "small")).read_text())
+               for level in ("rephrase", "hard")}
+    assert f"| hard | reference, honest | kept | {reports['hard']['episodes']} | 100.0 |" in cheetah
+    assert f"| rephrase | reference, honest | all | {reports['rephrase']['generated']} |" in cheetah
+    assert reports["rephrase"]["generated"] > reports["rephrase"]["episodes"] > 0
 
 
 def test_damaged_quality_report_is_a_one_line_error():
