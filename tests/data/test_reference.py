@@ -115,8 +115,8 @@ def test_no_reference_and_no_local_gives_none(reference_root, real_train, caplog
 SHIPPED = [(env, level) for env in ("CLEVR-v0", "BabyAI-v0") for level in ("rephrase", "easy", "hard")]
 SHIPPED += [("HalfCheetah-v0", level) for level in HALFCHEETAH_LEVELS]
 SHIPPED += [("MetaWorld-v0", level) for level in METAWORLD_LEVELS]
-HONEST_ONLY = {"HalfCheetah-v0", "MetaWorld-v0"}
-"""Domains that ship only the honest files (their unfiltered ones are 3–18 MB each)."""
+HONEST_ONLY = {"MetaWorld-v0"}
+"""Domains that ship only the honest files (Meta-World's unfiltered ones are 10–18 MB each)."""
 NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "MetaWorld-v0": 4}
 """The rollout model behind each domain's files: full depth (None) or late entry with 4 numeric layers."""
 
