@@ -195,3 +195,32 @@ def test_bad_imagination_options_give_one_line_errors(args, message):
     res = CliRunner().invoke(app, [*args, "--env", ENV, "--profile", "tiny"])
     assert res.exit_code != 0 and message in res.output and "Traceback" not in res.output
     assert len([line for line in res.output.splitlines() if line.startswith("error")]) == 1
+
+
+def test_warm_start_from_a_folder_that_keeps_only_its_best_weights(real_data, data_home, tmp_path):
+    """Checkpoints kept for generation (as the repository's notes/artifacts) hold the best weights
+    and checkpoint.json only: a warm start loads exactly those, so it must not ask for the rest."""
+    import shutil
+
+    full = pipeline.train(ENV, "tiny", "tiny", lora=False, steps=4, eval_every=2, early_stop_patience=5,
+                          out=tmp_path / "full",
+                          progress=False)
+    meta = json.loads((full.checkpoint / "checkpoint.json").read_text())
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    best = "best-00000002-kept.safetensors"  # a best file apart from the (absent) last weights
+    shutil.copy(full.checkpoint / meta["files"]["best"], kept / best)
+    meta["sha256"][best] = meta["sha256"][meta["files"]["best"]]
+    meta["files"]["best"] = best
+    (kept / "checkpoint.json").write_text(json.dumps(meta))
+    assert not (kept / meta["files"]["weights"]).exists()
+    warm = pipeline.train(ENV, "tiny", "tiny", lora=False, steps=1, out=tmp_path / "warm", progress=False,
+                          init_from=str(kept))
+    assert warm.steps_done == 1
+    assert json.loads((warm.checkpoint / "checkpoint.json").read_text())["train"]["init_from"] == str(kept)
+
+    (kept / best).unlink()  # nothing left to load: one clear error, nothing trained
+    with pytest.raises(FileNotFoundError, match="missing"):
+        pipeline.train(ENV, "tiny", "tiny", lora=False, steps=1, out=tmp_path / "never", progress=False,
+                       init_from=str(kept))
+    assert not (tmp_path / "never").exists()
