@@ -396,6 +396,8 @@ CASES = [
     Case("imagine generate: NaN temperature", [*IMAGINE_GENERATE, "--temperature", "nan"], 2,
          "--temperature must be a finite number"),
     Case("imagine generate: budget below one", [*IMAGINE_GENERATE, "--budget", "0.5"], 2, "--budget must be >= 1"),
+    Case("imagine generate: a physics prior the domain lacks", [*IMAGINE_GENERATE, "--physics-prior"], 2,
+         "--physics-prior: CLEVR-v0 has no physics prior"),
     Case("imagine generate: zero batch", [*IMAGINE_GENERATE, "--batch-size", "0"], 2,
          "--batch-size must be at least 1"),
     Case("imagine generate: a batch beyond memory", [*IMAGINE_GENERATE, "--batch-size", "100000000000000"], 2,

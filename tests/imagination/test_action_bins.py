@@ -118,3 +118,34 @@ def test_a_binned_model_round_trips_through_its_checkpoint(tmp_path, trained):
     with torch.no_grad():
         torch.testing.assert_close(model.losses(batch)["action"], loaded.losses(batch)["action"])
     torch.testing.assert_close(loaded.action_values, model.action_values)
+
+
+class _PointWithPhysics(_PointDomain):
+    """The point domain with a physics prior: the first two coordinates move by the action / 10,
+    the third never moves."""
+
+    def constrain_step(self, previous, actions, states):
+        out = np.array(previous, dtype=np.float64, copy=True)
+        out[:, :2] += np.asarray(actions, np.float64) / 10.0
+        return out.astype(np.asarray(states).dtype)
+
+
+def test_the_physics_prior_shapes_every_imagined_step_and_is_off_by_default():
+    """``GenerateConfig.physics_prior``: every imagined state is the domain's ``constrain_step`` of
+    the previous (shaped) state, the action and the model's prediction, before it is scored and fed
+    back; without it the model's own states stand; a domain without a prior is refused."""
+    model = point_model(BINS).eval()
+    with torch.no_grad():  # a fresh state head is zero (residual): give the model its own motion
+        model.state_head.weight.normal_(0, 0.05)
+    shaped = imagine_batch(model, _PointWithPhysics(), starts(6), GenerateConfig(temperature=1.0, physics_prior=True),
+                           torch.Generator().manual_seed(0))
+    for ep in shaped:
+        moves = np.diff(ep.states.astype(np.float64), axis=0)
+        np.testing.assert_allclose(moves[:, :2], ep.actions / 10.0, atol=1e-6)
+        np.testing.assert_allclose(moves[:, 2], 0.0, atol=1e-6)
+    free = imagine_batch(model, _PointWithPhysics(), starts(6), GenerateConfig(temperature=1.0),
+                         torch.Generator().manual_seed(0))
+    assert not all(np.allclose(np.diff(ep.states, axis=0)[:, 2], 0.0, atol=1e-6) for ep in free)
+    with pytest.raises(ValueError, match="no physics prior"):
+        imagine_batch(model, _PointDomain(), starts(2), GenerateConfig(physics_prior=True),
+                      torch.Generator().manual_seed(0))

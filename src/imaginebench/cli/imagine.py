@@ -147,6 +147,9 @@ def imagine_generate(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Compute cap on rollout length (never below "
                                             "the steps the level's tasks need)."),
     score: bool = typer.Option(True, "--score/--no-score", help="Compute the simulator-based quality metrics now."),
+    physics_prior: bool = typer.Option(False, "--physics-prior", help="Impose the domain's physics prior on "
+                                       "every imagined step (Meta-World: the hand follows the arm's position "
+                                       "control, untouched entities stay put); recorded in the metadata."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     bf16: bool = typer.Option(False, "--bf16"),
     threads: Optional[int] = typer.Option(None, "--threads"),
@@ -169,7 +172,7 @@ def imagine_generate(
                        temperature=temperature, batch_size=batch_size, seed=seed,
                        overwrite=overwrite, bf16=bf16, threads=threads, max_steps=max_steps, keep=keep,
                        budget=budget, stop_on_end=stop_on_end, score=score, device=device, progress=progress,
-                       numeric_layers=numeric_layers)
+                       numeric_layers=numeric_layers, physics_prior=physics_prior)
     for r in results:
         t = r.throughput
         q = r.quality

@@ -60,6 +60,11 @@ class GenerateConfig:
             (``Domain.complete_states``; BabyAI: the carried record; Meta-World: which entity
             slots are empty, unit quaternions) in every imagined state before it is scored and
             fed back.  Pure, no simulator.
+        physics_prior: impose the domain's physics prior on every imagined step
+            (``Domain.constrain_step(previous, actions, states)``; Meta-World: the hand where the
+            arm's position control takes it, untouched entities where they were) before it is
+            scored and fed back.  Off by default: the honest filter then judges what the model
+            alone imagined.  Pure, no simulator.
     """
 
     temperature: float = 1.0
@@ -73,6 +78,7 @@ class GenerateConfig:
     stop_on_end: bool = True
     end_threshold: float = 0.5
     complete_states: bool = True
+    physics_prior: bool = False
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -253,6 +259,10 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
     mask = t["mask"].long()
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     last_pos = positions[:, -1]
+    physics_prior = getattr(domain, "constrain_step", None) if cfg.physics_prior else None
+    if cfg.physics_prior and physics_prior is None:
+        raise ValueError(f"{type(domain).__name__} has no physics prior (Domain.constrain_step); "
+                         "generate without --physics-prior.")
     active = list(range(len(rows)))
     current = torch.as_tensor(np.stack([s.state for s in starts]), device=model.device, dtype=torch.float32)
     late_prompt = cfg.use_cache and getattr(model, "late_entry", False) and not model.training
@@ -314,6 +324,9 @@ def imagine_batch(model: Any, domain: Domain, starts: Sequence[Start], cfg: Gene
         complete = getattr(domain, "complete_states", None) if cfg.complete_states else None
         if complete is not None:
             s_np = np.asarray(complete(s_np, np.stack([rows[r].start.state for r in active])), np.float32)
+            nxt = torch.as_tensor(s_np, device=nxt.device, dtype=nxt.dtype)
+        if cfg.physics_prior:
+            s_np = np.asarray(physics_prior(current.float().cpu().numpy(), a_np, s_np), np.float32)
             nxt = torch.as_tensor(s_np, device=nxt.device, dtype=nxt.dtype)
         act = [int(a) for a in a_np] if model.discrete else [a.astype(np.float32) for a in a_np]
         live = [rows[r] for r in active]

@@ -103,12 +103,15 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
              temperature: float = 1.0, batch_size: int | None = None, seed: int = 1,
              overwrite: bool = False, bf16: bool = False, threads: int | None = None, progress: bool = True,
              device: str | None = None, max_steps: int | None = None, keep: str = "honest", budget: float = 16.0,
-             stop_on_end: bool = True, score: bool = True, numeric_layers: int | None = None) -> list:
+             stop_on_end: bool = True, score: bool = True, numeric_layers: int | None = None,
+             physics_prior: bool = False) -> list:
     """Imagine rollouts for each level (default rephrase, easy, hard); returns ``GenerateResult`` s.
 
     ``keep``: ``honest`` (default; success + legality by the domain's pure functions), ``none``
     or ``oracle`` (also re-simulates every transition: a diagnostic, marked as such).
     ``budget``: best-of-N candidates per kept rollout, at most, per task.
+    ``physics_prior``: impose the domain's physics prior on every imagined step
+    (:class:`~imaginebench.imagination.decoding.GenerateConfig`); domains without one refuse.
     """
     import torch
 
@@ -125,14 +128,18 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     from imaginebench import limits
     from imaginebench.envs.registry import load_domain
 
-    domain = load_domain(env_id)  # a lower bound: the imagined states of one batch, float32, at the longest horizon
+    domain = load_domain(env_id)
+    if physics_prior and not hasattr(domain, "constrain_step"):
+        raise UsageError(f"--physics-prior: {env_id} has no physics prior (only domains with "
+                         "Domain.constrain_step, e.g. MetaWorld-v0); leave it out.")
+    # a lower bound: the imagined states of one batch, float32, at the longest horizon
     horizon = max((domain.task_horizon(t) for lv in levels for t in domain.tasks(lv)), default=domain.horizon)
     limits.fits_in_memory(4.0 * (batch_size or prof.lm_generate_batch) * (horizon + 1) * domain.state_dim,
                           f"a batch of {batch_size or prof.lm_generate_batch} imagined rollouts",
                           "give a smaller --batch-size")
     cfg = GenerateConfig(temperature=temperature, batch_size=batch_size or prof.lm_generate_batch, seed=seed,
                          bf16=bf16, max_steps=max_steps, keep=keep, budget=budget,
-                         stop_on_end=stop_on_end)
+                         stop_on_end=stop_on_end, physics_prior=physics_prior)
     late = numeric_layers_of(prof.name, numeric_layers)
     folder = checkpoint_dir(env_id, prof.name, backbone, checkpoint, late or 0)
     model, meta = load_checkpoint(folder, device=resolve_device(device),

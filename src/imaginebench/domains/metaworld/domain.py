@@ -217,6 +217,14 @@ class MetaWorldDomain(Domain):
         """:meth:`is_legal` of every row of an ``(N, 91)`` array, as array code."""
         return legal_rows(self._check_states("states", states, None))
 
+    def constrain_step(self, previous: np.ndarray, actions: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Imagined next states with the physics prior imposed (``imagine generate --physics-prior``):
+        the hand where the arm's position control takes it, untouched entities where they were
+        (:func:`.physics_prior.constrain_step`)."""
+        from imaginebench.domains.metaworld import physics_prior
+
+        return physics_prior.constrain_step(previous, actions, states)
+
     def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
         """The imagined hand strays from where the rollout's own first actions move it
         (:func:`.propulsion.unpowered`: the arm is position-controlled)."""
