@@ -177,6 +177,13 @@ class HalfCheetahDomain(Domain):
         """No HalfCheetah task can hold at the start (every rule needs steps taken)."""
         return False
 
+    def constrain_step(self, previous: np.ndarray, actions: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Imagined next states with the physics prior imposed (``imagine generate --physics-prior``):
+        joints stopped at their limits, the body out of the floor (:func:`.physics_prior.constrain_step`)."""
+        from imaginebench.domains.halfcheetah import physics_prior
+
+        return physics_prior.constrain_step(previous, actions, states)
+
     def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
         """The rollout's first actions, replayed through a dynamics model fit on real train data
         from its initial state, do not move the cheetah the way its states do
