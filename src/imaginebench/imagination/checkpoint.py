@@ -220,6 +220,18 @@ def require_files(folder: Path, meta: Mapping[str, Any], keys: tuple[str, ...], 
         raise FileNotFoundError(f"No complete rollout-model checkpoint at {folder} (missing {missing}).{hint}")
 
 
+def loadable_meta(folder: Path, train_hint: str | None = None, which: str = "best") -> tuple[dict[str, Any], str]:
+    """``(meta, key)``: the checkpoint's meta and the ``files`` key :func:`load_checkpoint` loads
+    (``"best"`` when asked for and present, else ``"weights"``), after checking that file is there —
+    only that one: a folder kept for generation may hold just its best weights."""
+    if which not in ("best", "last"):
+        raise ValueError(f"which must be 'best' or 'last', got {which!r}.")
+    meta = read_checkpoint_meta(Path(folder), train_hint, require=())
+    key = "best" if which == "best" and "best" in checkpoint_files(meta) else "weights"
+    require_files(Path(folder), meta, (key,), train_hint)
+    return meta, key
+
+
 def load_checkpoint(folder: Path, device: torch.device | str | None = None,
                     train_hint: str | None = None, which: str = "best") -> tuple[Any, dict[str, Any]]:
     """Rebuild the rollout model saved in ``folder``; returns ``(model, meta)``.
@@ -233,15 +245,10 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     from imaginebench.imagination.backbones import load_backbone
     from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM, default_device
 
-    if which not in ("best", "last"):
-        raise ValueError(f"which must be 'best' or 'last', got {which!r}.")
     folder = Path(folder)
-    meta = read_checkpoint_meta(folder, train_hint, require=())
-    files = checkpoint_files(meta)
-    use_best = which == "best" and "best" in files
-    # only the file loaded must be there: a folder kept for generation may hold just its best weights
-    require_files(folder, meta, ("best",) if use_best else ("weights",), train_hint)
-    path = verified(folder, meta, files["best" if use_best else "weights"])
+    meta, key = loadable_meta(folder, train_hint, which)
+    use_best = key == "best"
+    path = verified(folder, meta, checkpoint_files(meta)[key])
     meta["loaded"] = {"which": "best" if use_best else "last", "file": path.name,
                       "step": meta.get("best_step") if use_best else meta.get("step")}
     config = ModelConfig.from_dict(meta["model"])

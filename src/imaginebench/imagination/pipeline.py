@@ -75,13 +75,9 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
         if domain_class(env_id).discrete_actions:
             raise UsageError(f"--action-bins is for continuous actions; {env_id}'s actions are discrete (leave it out).")
     if train_overrides.get("init_from") is not None:
-        from imaginebench.imagination.checkpoint import checkpoint_files, read_checkpoint_meta, require_files
+        from imaginebench.imagination.checkpoint import loadable_meta
 
-        # a missing or foreign folder fails here, in one line; only the file a warm start loads (the
-        # best weights, else the last) must be there: folders kept for generation hold just the best
-        warm = Path(train_overrides["init_from"])
-        warm_meta = read_checkpoint_meta(warm, require=())
-        require_files(warm, warm_meta, ("best",) if "best" in checkpoint_files(warm_meta) else ("weights",))
+        loadable_meta(Path(train_overrides["init_from"]))  # a missing or foreign folder fails here, in one line
     real = load_real(env_id, "train", prof.name)
     mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers, numeric_layers=late,
                        action_bins=action_bins)
