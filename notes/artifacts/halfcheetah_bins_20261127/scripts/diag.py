@@ -8,8 +8,8 @@ from imaginebench.imagination.decoding import GenerateConfig, imagine, initial_s
 from imaginebench.imagination.replay import replay_success
 
 ckpt, level, per_task, temp = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+env = sys.argv[5] if len(sys.argv) > 5 else "HalfCheetah-v0"  # session 26 ran it on MetaWorld-v0 too
 torch.set_num_threads(1)
-env = "HalfCheetah-v0"
 domain = load_domain(env)
 model, meta = load_checkpoint(Path(ckpt), device=torch.device("cpu"), which="best")
 model.merge_lora()
