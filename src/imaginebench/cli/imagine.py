@@ -150,7 +150,8 @@ def imagine_generate(
     physics_prior: bool = typer.Option(False, "--physics-prior", help="Impose the domain's physics prior on "
                                        "every imagined step (Meta-World: the hand follows the arm's position "
                                        "control, untouched entities stay put; HalfCheetah: joints stop at their "
-                                       "limits, the body stays out of the floor); recorded in the metadata."),
+                                       "limits, the body stays out of the floor; LIBERO: bodies out of the gripper's "
+                                       "reach stay put); recorded in the metadata."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     bf16: bool = typer.Option(False, "--bf16"),
     threads: Optional[int] = typer.Option(None, "--threads"),

@@ -127,7 +127,7 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     domain = load_domain(env_id)
     if physics_prior and not hasattr(domain, "constrain_step"):
         raise UsageError(f"--physics-prior: {env_id} has no physics prior (only domains with "
-                         "Domain.constrain_step: MetaWorld-v0, HalfCheetah-v0); leave it out.")
+                         "Domain.constrain_step: MetaWorld-v0, HalfCheetah-v0, LIBERO-v0); leave it out.")
     # a lower bound: the imagined states of one batch, float32, at the longest horizon
     horizon = max((domain.task_horizon(t) for lv in levels for t in domain.tasks(lv)), default=domain.horizon)
     limits.fits_in_memory(4.0 * (batch_size or prof.lm_generate_batch) * (horizon + 1) * domain.state_dim,

@@ -216,6 +216,13 @@ class LiberoDomain(Domain):
         """Why ``state`` is illegal (empty when legal)."""
         return legality_errors(state)
 
+    def constrain_step(self, previous: np.ndarray, actions: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Imagined next states with the physics prior imposed (``imagine generate --physics-prior``):
+        bodies out of the gripper's reach where they were (:func:`.physics_prior.constrain_step`)."""
+        from imaginebench.domains.libero import physics_prior
+
+        return physics_prior.constrain_step(previous, actions, states)
+
     def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
         """:meth:`is_legal` of every row of an ``(N, 44)`` array, as array code."""
         return legal_rows(self._check_states("states", states, None))
