@@ -231,3 +231,18 @@ def test_training_leaves_the_threads_float_mode_as_it_found_it(toy_data):
     train(RunSpec("ToyCont-v0", "calql", **SMALL), progress=False)
     assert float(torch.tensor([1e-40], dtype=torch.float32)[0]) != 0.0
     assert np.float32(1e-40) * np.float32(1.0) != 0.0
+
+
+def test_the_domain_card_caps_the_environments_an_evaluator_opens(toy_envs, monkeypatch):
+    """``Domain.eval_envs`` bounds the pool (LIBERO's envs hold ~240 MB each); results do not change."""
+    from imaginebench.domains.libero.domain import LiberoDomain
+    from tests.algos.helpers import ToyDomain
+
+    assert LiberoDomain.eval_envs == 4
+    always_right = lambda obs: np.ones(len(obs), dtype=np.int64)  # noqa: E731
+    wide = Evaluator("Toy-v0", "train", episodes_per_task=3, seed=5, encoder=HashEncoder(), pool=6)
+    expected = wide(always_right)
+    assert len(wide._envs) == 6
+    monkeypatch.setattr(ToyDomain, "eval_envs", 2)
+    capped = Evaluator("Toy-v0", "train", episodes_per_task=3, seed=5, encoder=HashEncoder(), pool=6)
+    assert capped(always_right) == expected and len(capped._envs) == 2

@@ -206,6 +206,10 @@ class Domain(abc.ABC):
     paper_quality: ClassVar[Mapping[str, tuple[float, float, float]]] = MappingProxyType({})
     """The original paper's quality of its imagined rollouts per novel level (consistency,
     transition, legality), shown beside ours in the report; empty where it published none."""
+    eval_envs: ClassVar[int | None] = None
+    """Most environments one evaluator keeps open at once (``None``: no cap beyond the
+    evaluator's pool): for simulators whose environments are large in memory, since a 3-seed
+    run holds an evaluator per seed and level."""
     trained_experts: ClassVar[str | None] = None
     """``"module:attribute"`` of the domain's :class:`TrainedExperts` when its expert is made of
     learned policies (``imaginebench experts`` trains and lists them); ``None``: a scripted expert.

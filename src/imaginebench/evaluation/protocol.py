@@ -161,9 +161,18 @@ class Evaluator:
             self._embeddings[instruction] = np.asarray(self.encoder.encode([instruction])[0], dtype=np.float32)
         return self._embeddings[instruction]
 
+    def _env_cap(self) -> int | None:
+        """The domain card's ``eval_envs`` (``None`` for an env the registry does not know)."""
+        from imaginebench.envs.registry import domain_class
+
+        try:
+            return domain_class(self.env_id).eval_envs
+        except (KeyError, ValueError, AttributeError, ImportError):
+            return None
+
     def __call__(self, policy: Policy | EpisodicPolicy) -> LevelResult:
         jobs = self.schedule()
-        width = max(1, min(self.pool, len(jobs)))
+        width = max(1, min(self.pool, len(jobs), self._env_cap() or len(jobs)))
         while len(self._envs) < width:
             self._envs.append(self._make())
         envs = self._envs[:width]

@@ -162,6 +162,11 @@ class LiberoDomain(Domain):
     paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType(
         {"real": 29_780, "rephrase": 12_000, "easy": 24_000, "hard": 13_000})
     """The paper's dataset sizes (docs/benchmark.md §3.6): real rollouts and imaginary rollouts per level."""
+    eval_envs: ClassVar[int | None] = 4
+    """Each open LIBERO env holds ~240 MB (robosuite's model and renderer buffers; measured on the
+    2-core EPYC): a 3-seed BC run with the evaluator's default pool of 16 opened 72 of them over
+    its train and rephrase evaluators and was killed for memory at 16.7 GB (session 27).  Four per
+    evaluator (24 in such a run, ~6 GB) cost little speed: the simulator, not the policy, bounds it."""
 
     def _build_tasks(self) -> Mapping[str, Sequence[Task]]:
         return build_tasks()
