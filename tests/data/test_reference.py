@@ -18,6 +18,8 @@ HALFCHEETAH_LEVELS = ("rephrase", "easy", "hard")
 """HalfCheetah-v0 levels with shipped reference data."""
 METAWORLD_LEVELS = ("rephrase", "easy")
 """MetaWorld-v0 levels with shipped reference data (hard: no candidate passed the honest filter)."""
+LIBERO_LEVELS = ("rephrase", "easy")
+"""LIBERO-v0 levels with shipped reference data (hard: see reference_data/README.md)."""
 
 
 def small_dataset(seed: int, source: str = "imaginary") -> EpisodeDataset:
@@ -115,10 +117,13 @@ def test_no_reference_and_no_local_gives_none(reference_root, real_train, caplog
 SHIPPED = [(env, level) for env in ("CLEVR-v0", "BabyAI-v0") for level in ("rephrase", "easy", "hard")]
 SHIPPED += [("HalfCheetah-v0", level) for level in HALFCHEETAH_LEVELS]
 SHIPPED += [("MetaWorld-v0", level) for level in METAWORLD_LEVELS]
+SHIPPED += [("LIBERO-v0", level) for level in LIBERO_LEVELS]
 HONEST_ONLY = {"MetaWorld-v0"}
 """Domains that ship only the honest files (Meta-World's unfiltered ones are 10–18 MB each)."""
-NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "MetaWorld-v0": 4}
+NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "MetaWorld-v0": 4, "LIBERO-v0": None}
 """The rollout model behind each domain's files: full depth (None) or late entry with 4 numeric layers."""
+PHYSICS_PRIOR = {"LIBERO-v0"}
+"""Domains whose files were imagined with the physics prior (``imagine generate --physics-prior``)."""
 
 
 @pytest.mark.parametrize("env_id,level", SHIPPED)
@@ -147,6 +152,7 @@ def test_shipped_reference_datasets_load_in_an_empty_data_home(env_id, level, da
     assert md["backbone"] == "smollm2-135m" and md["model"]["num_layers"] is None
     assert md["model"].get("numeric_layers") == NUMERIC_LAYERS[env_id]
     assert md["level"] == level and md["domain"] == env_id
+    assert bool((md.get("sampling") or {}).get("physics_prior", False)) == (env_id in PHYSICS_PRIOR)
     unfiltered = load_imaginary(env_id, level, "small", variant="unfiltered")
     if env_id in HONEST_ONLY:  # its unfiltered files are too large to ship
         assert unfiltered is None
