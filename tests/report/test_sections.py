@@ -44,8 +44,12 @@ def test_quality_table_reads_reference_reports_and_prefers_local_ones():
     lines = "\n".join(quality_section([("BabyAI-v0", "small")]))
     assert "| easy | local, honest | kept | 7 | 12.3 |" in lines
     # no imaginary data at all (no reference shipped for the profile either): no section
-    assert quality_section([("LIBERO-v0", "small")]) == []
+    assert quality_section([("LIBERO-v0", "tiny")]) == []
     assert quality_section([("HalfCheetah-v0", "tiny")]) == []
+    # LIBERO ships rephrase and easy (session 27): its reports show, the rephrase one re-scored
+    libero = "\n".join(quality_section([("LIBERO-v0", "small")]))
+    assert "## LIBERO-v0 — quality of the imaginary rollouts (profile `small`)" in libero
+    assert "| rephrase | reference, honest | kept | 54 | 100.0 |" in libero
     # Meta-World ships rephrase and easy, not hard: their reports with the unfiltered 'all' rows, hard as none
     meta = "\n".join(quality_section([("MetaWorld-v0", "small")]))
     assert "| rephrase | reference, honest | kept | 40 | 100.0 |" in meta and "| easy | reference, honest | all | 400 |" in meta
