@@ -90,7 +90,8 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
         encoder: the instruction encoder — a name, an encoder object, or ``None`` for the
             package's default (the one ``imaginebench train`` uses by default).
         num_envs: environments stepped in lockstep (the policy sees up to this many rows per
-            call); the result does not depend on it for a deterministic policy.
+            call), at most the domain card's ``eval_envs`` (LIBERO: 4, for memory); the result
+            does not depend on it for a deterministic policy.
         profile: size profile for the default ``episodes_per_task``.
         raw: hand the policy raw states and instruction strings (see ``policy``).
         references: also run (or read from the data home's cache) the random and expert
