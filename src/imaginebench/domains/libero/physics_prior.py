@@ -70,11 +70,9 @@ def constrain_step(previous: np.ndarray, actions: np.ndarray, states: np.ndarray
     after = out[:, L.SLOTS_START:].reshape(len(out), len(L.ENTITIES), L.SLOT_DIM)
     resting = resting_rows(prev)
     still = resting.copy()
-    for b, a, hand_b, hand_a in ((before, after, prev[:, L.EEF_POS], out[:, L.EEF_POS]),):
-        still &= np.linalg.norm(b[..., :3] - hand_b[:, None], axis=2) > _REACH
-        still &= np.linalg.norm(a[..., :3] - hand_a[:, None], axis=2) > _REACH
-    for m in range(len(L.ENTITIES)):  # a body that does not rest (falls, is carried) can strike others
-        for pose in (before, after):
+    for pose, hand in ((before, prev[:, L.EEF_POS]), (after, out[:, L.EEF_POS])):  # before and after the step
+        still &= np.linalg.norm(pose[..., :3] - hand[:, None], axis=2) > _REACH
+        for m in range(len(L.ENTITIES)):  # a body that does not rest (falls, is carried) can strike others
             near = np.linalg.norm(pose[..., :3] - pose[:, m, None, :3], axis=2) <= _REACH
             near[:, m] = False
             still &= ~(near & ~resting[:, m, None])
