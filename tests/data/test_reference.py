@@ -16,8 +16,8 @@ from tests.data.helpers import random_dataset
 ENV, LEVEL, PROFILE = "BabyAI-v0", "easy", "tiny"
 HALFCHEETAH_LEVELS = ("rephrase", "easy", "hard")
 """HalfCheetah-v0 levels with shipped reference data."""
-METAWORLD_LEVELS = ("rephrase", "easy")
-"""MetaWorld-v0 levels with shipped reference data (hard: no candidate passed the honest filter)."""
+METAWORLD_LEVELS = ("rephrase", "easy", "hard")
+"""MetaWorld-v0 levels with shipped reference data (hard: 4 rollouts, one task; see reference_data/README.md)."""
 LIBERO_LEVELS = ("rephrase", "easy")
 """LIBERO-v0 levels with shipped reference data (hard: see reference_data/README.md)."""
 
@@ -120,9 +120,9 @@ SHIPPED += [("MetaWorld-v0", level) for level in METAWORLD_LEVELS]
 SHIPPED += [("LIBERO-v0", level) for level in LIBERO_LEVELS]
 HONEST_ONLY = {"MetaWorld-v0"}
 """Domains that ship only the honest files (Meta-World's unfiltered ones are 10–18 MB each)."""
-NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "MetaWorld-v0": 4, "LIBERO-v0": None}
+NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "MetaWorld-v0": None, "LIBERO-v0": None}
 """The rollout model behind each domain's files: full depth (None) or late entry with 4 numeric layers."""
-PHYSICS_PRIOR = {"LIBERO-v0"}
+PHYSICS_PRIOR = {"LIBERO-v0", "MetaWorld-v0"}
 """Domains whose files were imagined with the physics prior (``imagine generate --physics-prior``)."""
 
 

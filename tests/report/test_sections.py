@@ -50,10 +50,14 @@ def test_quality_table_reads_reference_reports_and_prefers_local_ones():
     libero = "\n".join(quality_section([("LIBERO-v0", "small")]))
     assert "## LIBERO-v0 — quality of the imaginary rollouts (profile `small`)" in libero
     assert "| rephrase | reference, honest | kept | 54 | 100.0 |" in libero
-    # Meta-World ships rephrase and easy, not hard: their reports with the unfiltered 'all' rows, hard as none
+    # Meta-World ships every level (session 28): its reports with the candidates' 'all' rows
     meta = "\n".join(quality_section([("MetaWorld-v0", "small")]))
-    assert "| rephrase | reference, honest | kept | 40 | 100.0 |" in meta and "| easy | reference, honest | all | 400 |" in meta
-    assert "| hard | none |" in meta
+    meta_reports = {level: json.loads(quality_path(reference_path("MetaWorld-v0", level, "small")).read_text())
+                    for level in ("rephrase", "hard")}
+    assert f"| rephrase | reference, honest | kept | {meta_reports['rephrase']['episodes']} | 100.0 |" in meta
+    assert f"| hard | reference, honest | kept | {meta_reports['hard']['episodes']} | 100.0 |" in meta
+    assert f"| hard | reference, honest | all | {meta_reports['hard']['all']['episodes']} |" in meta
+    assert "| hard | none |" not in meta
     # HalfCheetah ships every level: the table reads its reports, with the unfiltered 'all' rows
     cheetah = "\n".join(quality_section([("HalfCheetah-v0", "small")]))
     reports = {level: json.loads(quality_path(reference_path("HalfCheetah-v0", level, "small")).read_text())
