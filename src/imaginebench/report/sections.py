@@ -58,8 +58,9 @@ def quality_section(pairs: Sequence[tuple[str, str]]) -> list[str]:
                 "Consistency: the goal holds by the task's success test. Transition: generated (s, a, s′) within "
                 "the domain's tolerance of the simulator stepped from s. Legality: generated states physically "
                 "valid. Replay: the imagined actions, replayed in the simulator from the imagined start, reach the "
-                "goal. *kept*: the rollouts the runs trained on (after the filter); *all*: every generated "
-                "candidate (what plain generation gives).", "",
+                "goal. *kept*: the rollouts the runs trained on (after the filter); *all*: the generated "
+                "candidates (what plain generation gives; a random sample of at most 2,000 where more were "
+                "generated).", "",
                 "| level | data | set | rollouts | consistency | transition | legality | replay | candidates per kept |",
                 "|---|---|---|---:|---:|---:|---:|---:|---:|"]
         for level, item in found.items():
