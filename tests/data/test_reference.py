@@ -118,8 +118,6 @@ SHIPPED = [(env, level) for env in ("CLEVR-v0", "BabyAI-v0") for level in ("reph
 SHIPPED += [("HalfCheetah-v0", level) for level in HALFCHEETAH_LEVELS]
 SHIPPED += [("MetaWorld-v0", level) for level in METAWORLD_LEVELS]
 SHIPPED += [("LIBERO-v0", level) for level in LIBERO_LEVELS]
-HONEST_ONLY = {"MetaWorld-v0"}
-"""Domains that ship only the honest files (Meta-World's unfiltered ones are 10–18 MB each)."""
 NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "MetaWorld-v0": None, "LIBERO-v0": None}
 """The rollout model behind each domain's files: full depth (None) or late entry with 4 numeric layers."""
 PHYSICS_PRIOR = {"LIBERO-v0", "MetaWorld-v0"}
@@ -154,8 +152,5 @@ def test_shipped_reference_datasets_load_in_an_empty_data_home(env_id, level, da
     assert md["level"] == level and md["domain"] == env_id
     assert bool((md.get("sampling") or {}).get("physics_prior", False)) == (env_id in PHYSICS_PRIOR)
     unfiltered = load_imaginary(env_id, level, "small", variant="unfiltered")
-    if env_id in HONEST_ONLY:  # its unfiltered files are too large to ship
-        assert unfiltered is None
-        return
     assert unfiltered is not None and unfiltered.metadata["filter"] == "none"
     assert len(unfiltered) >= len(honest)
