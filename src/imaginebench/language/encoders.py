@@ -78,7 +78,9 @@ class InstructionEncoder:
 
     Args:
         name: the encoder's registry name (names the cache folder).
-        model_dir: a local folder with ``config.json``, tokenizer files and weights.
+        model_dir: a local folder with ``config.json``, tokenizer files and weights, or a function
+            that finds it (called only when the model is needed, so a process whose store already
+            holds every string it asks for needs no model installed — a cluster worker, say).
         batch_size: sentences per forward pass.
         cache_dir: the embedding store's folder (default ``<data home>/encoders/<name>``).
 
@@ -86,10 +88,10 @@ class InstructionEncoder:
     progress bar or load report on the terminal).
     """
 
-    def __init__(self, name: str, model_dir: str | Path, batch_size: int = 64,
+    def __init__(self, name: str, model_dir: str | Path | Callable[[], Path], batch_size: int = 64,
                  cache_dir: str | Path | None = None) -> None:
         self.name = name
-        self.model_dir = Path(model_dir)
+        self._model_dir: Path | Callable[[], Path] = model_dir if callable(model_dir) else Path(model_dir)
         self.batch_size = batch_size
         safe = hashlib.sha1(name.encode()).hexdigest()[:8] if os.sep in name else name
         self.store = EmbeddingStore(Path(cache_dir or data_home() / "encoders" / safe))
@@ -100,6 +102,13 @@ class InstructionEncoder:
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- model
+    @property
+    def model_dir(self) -> Path:
+        """The model's folder (found on first use when given as a function)."""
+        if callable(self._model_dir):
+            self._model_dir = Path(self._model_dir())
+        return self._model_dir
+
     def _load_model(self) -> None:
         if self._model is not None:
             return
@@ -212,7 +221,7 @@ class SegmentPooledEncoder(InstructionEncoder):
     The parts are raw means (no L2 norm): learners standardise features.
     """
 
-    def __init__(self, name: str, model_dir: str | Path, segments: int = 2, **kwargs) -> None:
+    def __init__(self, name: str, model_dir: str | Path | Callable[[], Path], segments: int = 2, **kwargs) -> None:
         super().__init__(name, model_dir, **kwargs)
         if segments < 1:
             raise UsageError(f"segments must be at least 1, got {segments}.")
@@ -316,8 +325,8 @@ def register_encoder(name: str, factory: Callable[[], InstructionEncoder]) -> No
     _ENCODERS[name] = factory
 
 
-register_encoder(DEFAULT_ENCODER, lambda: SegmentPooledEncoder(DEFAULT_ENCODER, _minilm_dir(), segments=2))
-register_encoder(MINILM, lambda: InstructionEncoder(MINILM, _minilm_dir()))
+register_encoder(DEFAULT_ENCODER, lambda: SegmentPooledEncoder(DEFAULT_ENCODER, _minilm_dir, segments=2))
+register_encoder(MINILM, lambda: InstructionEncoder(MINILM, _minilm_dir))
 register_encoder("smollm2-135m-l10", lambda: _smollm2_encoder(10))
 
 
