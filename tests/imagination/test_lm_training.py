@@ -113,7 +113,7 @@ def test_early_stopping_stops_and_keeps_the_best_weights(tmp_path):
     assert result.best_step == 2
     meta = ckpt.read_checkpoint_meta(tmp_path / "es")
     assert meta["ended"] == "early_stop" and meta["step"] == 4 and meta["best_step"] == 2
-    assert meta["best_val"] == pytest.approx(sum(v["total"] for v in meta["val_history"][0]["val"].values()))
+    assert meta["best_val"] == pytest.approx(meta["val_history"][0]["val"]["rollout"]["total"])
     assert [h["step"] for h in meta["val_history"]] == [2, 4]
     best, loaded = _weights(tmp_path / "es")  # the default (generation) loads the best weights
     last, _ = _weights(tmp_path / "es", "last")
@@ -209,3 +209,13 @@ def test_a_warm_start_copies_what_the_new_model_shares_and_starts_a_new_head_fre
     with pytest.raises(ValueError, match="another backbone design \\(lora False there vs True now\\)"):
         train_rollout_model("HalfCheetah-v0", _continuous(), tmp_path / "y", replace(binned, lora=True),
                             replace(tcfg, init_from=str(tmp_path / "reg")), progress=False, device="cpu")
+
+
+def test_early_stopping_follows_the_rollout_loss_not_the_sum():
+    """The explanation text's larger, noisier loss must not choose the generation checkpoint."""
+    from imaginebench.imagination.lm_training import val_score
+
+    better_rollout = {"rollout": {"total": 0.0033}, "explanation": {"total": 0.42}}
+    better_sum = {"rollout": {"total": 0.0044}, "explanation": {"total": 0.39}}
+    assert val_score(better_rollout) < val_score(better_sum)
+    assert val_score({"dynamics": {"total": 0.5}, "consequence": {"total": 0.25}}) == pytest.approx(0.75)

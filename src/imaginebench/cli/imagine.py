@@ -62,7 +62,7 @@ def imagine_train(
                                              "profile's)."),
     early_stop_patience: Optional[int] = typer.Option(
         None, "--early-stop-patience", help="Stop after this many validations in a row without improvement of the "
-        "summed per-task validation loss; generation then uses the best validation weights."),
+        "rollout task's validation loss; generation then uses the best validation weights."),
     early_stop_min_delta: float = typer.Option(0.0, "--early-stop-min-delta", help="Smallest improvement that counts."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
