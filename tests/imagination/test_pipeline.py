@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -181,6 +182,25 @@ def test_oracle_variant_leaves_the_honest_dataset_alone(real_data, data_home):
     assert path.read_bytes() == before
     _, oracle = get_dataset(ENV, "rephrase", "tiny", variant="oracle")
     assert len(oracle) == 3 and oracle.metadata["oracle"] is True and oracle.metadata["filter"] == "oracle"
+    assert oracle.metadata["oracle_rule"] == "transitions"
+
+    # --oracle-replay also asks the imagined actions to reach the goal in the simulator: an expert
+    # rollout cut before its last step keeps correct, legal transitions but never reaches its goal
+    cut = list(real)[:4]
+    i = next(k for k, e in enumerate(cut) if len(e) >= 2)
+    e = cut[i]
+    cut[i] = replace(e, states=e.states[:-1], actions=e.actions[:-1], rewards=e.rewards[:-1],
+                     terminals=np.zeros_like(e.terminals[:-1]), truncations=e.truncations[:-1],
+                     successes=np.zeros_like(e.successes[:-1]))
+    save_dataset(EpisodeDataset.from_episodes(cut, metadata={"source": "imaginary", "filter": "honest"},
+                                              state_dim=10), path, overwrite=True)
+    res = CliRunner().invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase",
+                                   "--write-oracle", "--oracle-replay", "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert "oracle (transitions+replay) kept 3 of 4" in res.output
+    _, replayed = get_dataset(ENV, "rephrase", "tiny", variant="oracle")
+    assert replayed.metadata["oracle_rule"] == "transitions+replay" and len(replayed) == 3
+    assert not any(len(r) == len(cut[i]) and np.array_equal(r.states, cut[i].states) for r in replayed)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -199,6 +199,8 @@ def imagine_quality(
                                 "oracle."),
     write_oracle: bool = typer.Option(False, "--write-oracle", help="Write imaginary-<level>.oracle.npz: the honest "
                                       "rollouts whose transitions the simulator confirms (a diagnostic)."),
+    oracle_replay: bool = typer.Option(False, "--oracle-replay", help="With --write-oracle: keep only rollouts whose "
+                                       "imagined actions also replay to the goal in the simulator."),
     overwrite: bool = typer.Option(False, "--overwrite", help="With --write-oracle: replace an existing file."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
@@ -211,8 +213,9 @@ def imagine_quality(
 
     if write_oracle:
         for lv in _levels(level):
-            r = oracle_variant(env, lv, profile, tolerance=tolerance, overwrite=overwrite)
-            typer.echo(f"{lv}: oracle kept {r['kept']} of {r['honest']} honest rollouts -> {r['dataset']}")
+            r = oracle_variant(env, lv, profile, tolerance=tolerance, overwrite=overwrite, replay=oracle_replay)
+            typer.echo(f"{lv}: oracle ({r['oracle_rule']}) kept {r['kept']} of {r['honest']} honest rollouts "
+                       f"-> {r['dataset']}")
         return
     reports = quality(env, profile, level, tolerance=tolerance, keep=keep, variant=variant)
     typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))

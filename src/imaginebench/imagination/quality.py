@@ -289,10 +289,12 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
 
 
 def oracle_variant(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
-                   progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
+                   progress: bool = True, overwrite: bool = False, replay: bool = False) -> dict[str, Any]:
     """Write ``imaginary-<level>.oracle.npz``: the honest dataset's rollouts whose every
-    transition the simulator confirms (and whose states are legal).  The honest dataset is left
-    as it is.  This reads the simulator on novel tasks: a diagnostic, marked ``oracle``.
+    transition the simulator confirms (and whose states are legal); with ``replay`` also only
+    those whose imagined actions, replayed in the simulator from the imagined first state, reach
+    the goal (rule recorded as ``oracle_rule``).  The honest dataset is left as it is.  This reads
+    the simulator on novel tasks: a diagnostic, marked ``oracle``.
 
     Unlike ``imagine generate --keep oracle`` (best-of-N until each task's quota passes the
     oracle), this does not refill: the oracle set is a subset of the honest set.
@@ -312,17 +314,20 @@ def oracle_variant(env_id: str, level: str, profile: str | None = None, toleranc
         raise FileExistsError(f"{target} already exists; pass --overwrite to replace it.")
     ds = load_dataset(source)
     episodes = list(ds)
-    checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress, replay=False)
+    checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress, replay=replay)
     keep = checks.transitions_ok & checks.legal
+    if replay:
+        keep = keep & checks.replayed
+    rule = "transitions+replay" if replay else "transitions"
     kept = [ep for ep, k in zip(episodes, keep) if k]
     if not kept:
-        raise ValueError(f"No rollout of {source} passes the oracle check; nothing written.")
+        raise ValueError(f"No rollout of {source} passes the oracle check ({rule}); nothing written.")
     metadata = {**ds.metadata, "filter": "oracle", "oracle": True, "filtered": True, "episodes": len(kept),
-                "oracle_source": str(source), "oracle_dropped": len(episodes) - len(kept)}
+                "oracle_source": str(source), "oracle_dropped": len(episodes) - len(kept), "oracle_rule": rule}
     save_dataset(type(ds).from_episodes(kept, metadata=metadata, state_dim=ds.states.shape[1],
                                         action_shape=tuple(ds.actions.shape[1:])), target, overwrite=overwrite)
     return {"env_id": env_id, "level": level, "dataset": str(target), "honest": len(episodes), "kept": len(kept),
-            "oracle": True}
+            "oracle": True, "oracle_rule": rule}
 
 
 COLUMNS = (("consistency", "consistency"), ("transition_correctness", "transition"), ("legality", "legality"),
