@@ -23,7 +23,7 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$STAGE"/*.whl || { echo "WHEELS FAILED"; exit 12; }
 fi
 export PYTHONPATH="$SITE:$R/src" IMAGINEBENCH_HOME="$IB_HOME" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MUJOCO_GL=${MUJOCO_GL:-egl} TOKENIZERS_PARALLELISM=false
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MUJOCO_GL=${MUJOCO_GL:-disable} TOKENIZERS_PARALLELISM=false
 # the data home: embeddings, real data (checksums), calibration references; the package's reference imaginary data
 cat "$STAGE"/enc.tar.xz.part* | xz -dc | tar -C "$IB_HOME" -xf - || { echo "ENCODER STORE FAILED"; exit 13; }
 for f in "$STAGE"/data/*/real-*; do

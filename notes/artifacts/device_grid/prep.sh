@@ -11,13 +11,15 @@ REFS=${REFS:-"/work/home_pub/references /work/home_mw_full/references /work/home
 ENC_HOME=${ENC_HOME:-/work/gridstage/home}               # `imaginebench embed` of the four domains, all levels
 for d in .gpu_a .gpu_b .gpu_c .gpu_d .gpugrid; do grep -qx "/$d/" .git/info/exclude || echo "/$d/" >> .git/info/exclude; done
 rm -rf .gpu_a .gpu_b .gpu_c .gpu_d; mkdir -p .gpu_a .gpu_b/data .gpu_c/data .gpu_d/data .gpugrid
-# A: what the device image lacks (it has torch, numpy, scipy, sklearn, h5py, transformers, typer, rich, tqdm, imageio)
+# A: what the device image lacks (it has torch, numpy, scipy, sklearn, h5py, transformers, rich, tqdm, imageio)
 plat="--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
-for p in mujoco==$($PY -m pip show mujoco | sed -n 's/^Version: //p') pygame-ce==$($PY -m pip show pygame-ce | sed -n 's/^Version: //p'); do
+ver() { $PY -m pip show "$1" | sed -n 's/^Version: //p'; }
+for p in mujoco==$(ver mujoco) pygame-ce==$(ver pygame-ce) pydantic-core==$(ver pydantic-core); do
   $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $plat -d .gpu_a "$p"
 done
 tar -C "$SP" --exclude=__pycache__ -cf - d3rlpy gym gym_notices structlog dataclasses_json marshmallow gymnasium \
-  farama_notifications metaworld minigrid glfw | xz -6 -T2 > .gpu_a/purepy.tar.xz
+  farama_notifications metaworld minigrid glfw typer pydantic annotated_types typing_inspection annotated_doc \
+  | xz -6 -T2 > .gpu_a/purepy.tar.xz   # typer and pydantic at the versions the CLI was tested with
 # B, C: the instruction-embedding store (exact vectors; the device has no copy of the encoder model) in two parts
 [ -d "$ENC_HOME/encoders" ] || { echo "no $ENC_HOME/encoders: run imaginebench embed first (README)"; exit 1; }
 tar -C "$ENC_HOME" -cf - encoders | xz -2 -T2 | split -b 45000000 -d - .gpu_b/enc.tar.xz.part
