@@ -7,6 +7,7 @@ R=$(pwd); SP=$R/.venv/lib/python3.11/site-packages; PY=$R/.venv/bin/python
 HOME_DISCRETE=${HOME_DISCRETE:-/work/home_pub}          # CLEVR + BabyAI real data and references
 MW_TRAIN=${MW_TRAIN:-/work/home_mw/datasets/MetaWorld-v0/small/real-train.npz}
 HC_TRAIN=${HC_TRAIN:-/work/home_hc/datasets/HalfCheetah-v0/small/real-train.npz}
+MW_LEVELS=${MW_LEVELS:-/work/home_mw_full/datasets/MetaWorld-v0/small}  # real-{rephrase,easy,hard}.npz: Real upper bounds
 REFS=${REFS:-"/work/home_pub/references /work/home_mw_full/references /work/home_hc_pub/references"}
 ENC_HOME=${ENC_HOME:-/work/gridstage/home}               # `imaginebench embed` of the four domains, all levels
 for d in .gpu_a .gpu_b .gpu_c .gpu_d .gpugrid; do grep -qx "/$d/" .git/info/exclude || echo "/$d/" >> .git/info/exclude; done
@@ -28,12 +29,17 @@ for e in CLEVR-v0 BabyAI-v0; do mkdir -p .gpu_b/data/$e; cp "$HOME_DISCRETE"/dat
 mkdir -p .gpu_c/data/MetaWorld-v0 .gpu_d/data/HalfCheetah-v0
 xz -6 -T2 -c "$MW_TRAIN" > .gpu_c/data/MetaWorld-v0/real-train.npz.xz
 xz -0 -T2 -c "$HC_TRAIN" > .gpu_d/data/HalfCheetah-v0/real-train.npz.xz
+mkdir -p .gpu_d/data/MetaWorld-v0; MW_REAL=()
+for lv in rephrase easy hard; do  # ~4.5 MB each in xz (the 91-d slots are mostly constant)
+  f="$MW_LEVELS/real-$lv.npz"; [ -f "$f" ] || continue
+  xz -6 -T2 -c "$f" > .gpu_d/data/MetaWorld-v0/real-$lv.npz.xz; MW_REAL+=("$f")
+done
 # D: the package's reference imaginary data (the shrunk tree leaves it out), calibration references, checksums
 mkdir -p .gpu_d/reference_data
 for e in CLEVR-v0 BabyAI-v0 MetaWorld-v0 HalfCheetah-v0; do
   mkdir -p .gpu_d/reference_data/$e/small; cp src/imaginebench/reference_data/$e/small/*.npz .gpu_d/reference_data/$e/small/; done
 mkdir -p .gpu_d/references; for r in $REFS; do cp -r "$r"/. .gpu_d/references/; done
-( sha256sum "$HOME_DISCRETE"/datasets/{CLEVR,BabyAI}-v0/small/real-*.npz "$MW_TRAIN" "$HC_TRAIN" | sed 's#  .*/\([^/]*-v0\)/small/#  \1/#' ) > .gpu_d/data.sha256
+( sha256sum "$HOME_DISCRETE"/datasets/{CLEVR,BabyAI}-v0/small/real-*.npz "$MW_TRAIN" "$HC_TRAIN" "${MW_REAL[@]}" | sed 's#  .*/\([^/]*-v0\)/small/#  \1/#' ) > .gpu_d/data.sha256
 cp notes/artifacts/device_grid/grid.sh .gpugrid/
 PYTHONPATH=src $PY notes/artifacts/device_grid/prune_cells.py notes/artifacts/device_grid/cells.txt > .gpugrid/cells.txt  # drop cells already published
 git rev-parse HEAD > .gpugrid/src.commit
