@@ -209,6 +209,7 @@ def test_oracle_variant_leaves_the_honest_dataset_alone(real_data, data_home):
     (["imagine", "generate", "--device", "tpu9"], "Unknown device 'tpu9'"),
     (["imagine", "generate", "--max-steps", "0"], "--max-steps must be at least 1"),
     (["imagine", "quality", "--variant", "best"], "Unknown imaginary data variant 'best'"),
+    (["imagine", "quality", "--oracle-replay"], "--oracle-replay only applies with --write-oracle"),
     (["train", "--algo", "discrete_bc", "--level", "easy", "--imaginary", "perfect"], "Unknown --imaginary 'perfect'"),
 ])
 def test_bad_imagination_options_give_one_line_errors(args, message):

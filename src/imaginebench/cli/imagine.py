@@ -210,6 +210,8 @@ def imagine_quality(
     from imaginebench.imagination.quality import format_table, oracle_variant
 
     limits.positive("--tolerance", tolerance, allow_none=True)
+    if oracle_replay and not write_oracle:
+        raise UsageError("--oracle-replay only applies with --write-oracle; add --write-oracle (or drop --oracle-replay).")
 
     if write_oracle:
         for lv in _levels(level):
