@@ -245,3 +245,49 @@ def test_warm_start_from_a_folder_that_keeps_only_its_best_weights(real_data, da
         pipeline.train(ENV, "tiny", "tiny", lora=False, steps=1, out=tmp_path / "never", progress=False,
                        init_from=str(kept))
     assert not (tmp_path / "never").exists()
+
+
+def test_quality_scores_the_shipped_reference_dataset_in_an_empty_data_home(real_data, data_home, tmp_path,
+                                                                            monkeypatch):
+    """`imagine quality` (and --write-oracle) read the reference dataset get_dataset falls back to,
+    instead of asking to generate one; the package's folder is left as installed."""
+    import hashlib
+
+    from imaginebench.data import hub
+    from imaginebench.data.dataset import EpisodeDataset
+    from imaginebench.data.storage import save_dataset
+
+    real, _ = get_dataset(ENV, "train", "tiny")
+    episodes = list(real)[:4]
+    bad = episodes[1].states.copy()
+    bad[1] = bad[0]  # a wrong transition only the simulator can tell
+    episodes[1] = replace(episodes[1], states=bad)
+    root = tmp_path / "reference_data"
+    shipped = save_dataset(EpisodeDataset.from_episodes(episodes, metadata={"source": "imaginary", "filter": "honest"},
+                                                        state_dim=10), root / ENV / "tiny" / "imaginary-rephrase.npz")
+    digest = hashlib.sha256(shipped.read_bytes()).hexdigest()
+    (root / hub.REFERENCE_SUMS).write_text(f"{digest}  {ENV}/tiny/imaginary-rephrase.npz\n")
+    monkeypatch.setattr(hub, "REFERENCE_ROOT", root)
+    assert not hub.imaginary_path(ENV, "rephrase", "tiny").exists()
+    before = sorted(p.name for p in shipped.parent.iterdir())
+
+    res = CliRunner().invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase"])
+    assert res.exit_code == 0 and "rephrase" in res.output, res.output
+    report = pipeline.quality(ENV, "tiny", "rephrase", progress=False)[0]
+    assert report["reference"] is True and report["dataset"] == str(shipped) and report["episodes"] == 4
+    assert report["transition_correctness"] < 1.0 and report["legality"] == 1.0
+    assert sorted(p.name for p in shipped.parent.iterdir()) == before  # no report written into the package
+
+    res = CliRunner().invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase",
+                                   "--write-oracle"])
+    assert res.exit_code == 0, res.output
+    assert "kept 3 of 4" in res.output
+    _, oracle = get_dataset(ENV, "rephrase", "tiny", variant="oracle")
+    assert len(oracle) == 3 and oracle.metadata["oracle_source"] == str(shipped)
+    assert "reference" not in oracle.metadata  # built here, not shipped
+    assert hub.imaginary_path(ENV, "rephrase", "tiny", "oracle").is_file()
+
+    # A damaged shipped file: one line that says to reinstall, nothing written.
+    (root / hub.REFERENCE_SUMS).write_text(f"{'0' * 64}  {ENV}/tiny/imaginary-rephrase.npz\n")
+    res = CliRunner().invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase"])
+    assert res.exit_code == 1 and "reinstall" in res.output and "Traceback" not in res.output

@@ -200,14 +200,10 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     from imaginebench import limits
 
     limits.positive("--tolerance", tolerance, allow_none=True)
-    from imaginebench.data.hub import imaginary_path, imagine_command
     from imaginebench.data.storage import load_dataset
 
-    path = imaginary_path(env_id, level, profile, variant)
-    if not path.exists():
-        raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}. "
-                                f"Build it with: {imagine_command(env_id, level, profile)}")
-    ds = load_dataset(path)
+    ds, path = stored_imaginary(env_id, level, profile, variant)
+    shipped = bool(ds.metadata.get("reference", False))
     report = check_rollouts(env_id, level, ds, tolerance=tolerance, progress=progress).report.to_dict()
     old = quality_path(path)
     _keep_generation_facts(old, report)
@@ -217,10 +213,27 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
                                        progress=progress).report.to_dict()
     report.update({"dataset": str(path), "filtered": bool(ds.metadata.get("filtered", False)),
                    "dropped": int(ds.metadata.get("dropped", 0)), "generator": ds.metadata.get("generator"),
-                   "source": ds.metadata.get("source")})
-    if save:
+                   "source": ds.metadata.get("source"), "reference": shipped})
+    if save and not shipped:  # the package's own report beside a shipped file is left as installed
         write_quality(old, report)
     return report
+
+
+def stored_imaginary(env_id: str, level: str, profile: str | None = None,
+                     variant: str = "honest") -> tuple[EpisodeDataset, Path]:
+    """The imaginary dataset of ``level`` to score and its file: the data home's, else the reference
+    dataset shipped with the package (checked against its SHA-256), as :func:`get_dataset` picks it."""
+    from imaginebench.data.hub import (imaginary_path, imagine_command, load_reference, reference_available,
+                                       reference_path)
+    from imaginebench.data.storage import load_dataset
+
+    path = imaginary_path(env_id, level, profile, variant)
+    if path.exists():
+        return load_dataset(path), path
+    if reference_available(env_id, level, profile, variant):
+        return load_reference(env_id, level, profile, variant), reference_path(env_id, level, profile, variant)
+    raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}, and none ships with the "
+                            f"package. Build it with: {imagine_command(env_id, level, profile)}")
 
 
 def unfiltered_path(dataset_file: Path | str) -> Path:
@@ -302,17 +315,13 @@ def oracle_variant(env_id: str, level: str, profile: str | None = None, toleranc
     from imaginebench import limits
 
     limits.positive("--tolerance", tolerance, allow_none=True)
-    from imaginebench.data.hub import imaginary_path, imagine_command
-    from imaginebench.data.storage import load_dataset, save_dataset
+    from imaginebench.data.hub import imaginary_path
+    from imaginebench.data.storage import save_dataset
 
-    source = imaginary_path(env_id, level, profile, "honest")
     target = imaginary_path(env_id, level, profile, "oracle")
-    if not source.exists():
-        raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {source}. "
-                                f"Build it with: {imagine_command(env_id, level, profile)}")
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} already exists; pass --overwrite to replace it.")
-    ds = load_dataset(source)
+    ds, source = stored_imaginary(env_id, level, profile, "honest")
     episodes = list(ds)
     checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress, replay=replay)
     keep = checks.transitions_ok & checks.legal
@@ -322,7 +331,8 @@ def oracle_variant(env_id: str, level: str, profile: str | None = None, toleranc
     kept = [ep for ep, k in zip(episodes, keep) if k]
     if not kept:
         raise ValueError(f"No rollout of {source} passes the oracle check ({rule}); nothing written.")
-    metadata = {**ds.metadata, "filter": "oracle", "oracle": True, "filtered": True, "episodes": len(kept),
+    inherited = {k: v for k, v in ds.metadata.items() if k not in ("reference", "path")}
+    metadata = {**inherited, "filter": "oracle", "oracle": True, "filtered": True, "episodes": len(kept),
                 "oracle_source": str(source), "oracle_dropped": len(episodes) - len(kept), "oracle_rule": rule}
     save_dataset(type(ds).from_episodes(kept, metadata=metadata, state_dim=ds.states.shape[1],
                                         action_shape=tuple(ds.actions.shape[1:])), target, overwrite=overwrite)
