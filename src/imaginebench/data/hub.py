@@ -139,6 +139,18 @@ def load_reference(env_id: str, level: str, profile: str | None = None, variant:
     return dataclasses.replace(ds, metadata={**ds.metadata, "reference": True, "path": str(path)})
 
 
+def find_imaginary(env_id: str, level: str, profile: str | None = None,
+                   variant: str = "honest") -> tuple[EpisodeDataset, Path] | None:
+    """The imaginary dataset of ``level`` and its file: the data home's, else the packaged reference
+    dataset (checked against its SHA-256), else ``None``.  The one place that precedence is decided."""
+    path = imaginary_path(env_id, level, profile, variant)
+    if path.exists():
+        return load_dataset(path), path
+    if reference_available(env_id, level, profile, variant):
+        return load_reference(env_id, level, profile, variant), reference_path(env_id, level, profile, variant)
+    return None
+
+
 def load_imaginary(env_id: str, level: str, profile: str | None = None,
                    variant: str = "honest") -> EpisodeDataset | None:
     """Imaginary rollouts of ``level`` (``variant``: see :data:`IMAGINARY_VARIANTS`): the locally
@@ -146,10 +158,11 @@ def load_imaginary(env_id: str, level: str, profile: str | None = None,
     if level == "train":
         return None
     path = imaginary_path(env_id, level, profile, variant)
-    if path.exists():
-        return load_dataset(path)
-    if reference_available(env_id, level, profile, variant):
-        ds = load_reference(env_id, level, profile, variant)
+    found = find_imaginary(env_id, level, profile, variant)
+    if found is not None and found[1] == path:
+        return found[0]
+    if found is not None:
+        ds = found[0]
         logger.info("No imaginary %s dataset for %s at %s; using the reference dataset shipped with "
                     "imaginebench (%s). Build your own with: %s", level, env_id, path,
                     ds.metadata["path"], imagine_command(env_id, level, profile))

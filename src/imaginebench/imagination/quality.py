@@ -221,17 +221,14 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
 
 def stored_imaginary(env_id: str, level: str, profile: str | None = None,
                      variant: str = "honest") -> tuple[EpisodeDataset, Path]:
-    """The imaginary dataset of ``level`` to score and its file: the data home's, else the reference
-    dataset shipped with the package (checked against its SHA-256), as :func:`get_dataset` picks it."""
-    from imaginebench.data.hub import (imaginary_path, imagine_command, load_reference, reference_available,
-                                       reference_path)
-    from imaginebench.data.storage import load_dataset
+    """The imaginary dataset of ``level`` to score and its file, as :func:`get_dataset` picks it
+    (:func:`~imaginebench.data.hub.find_imaginary`); none is a one-line error saying how to build it."""
+    from imaginebench.data.hub import find_imaginary, imaginary_path, imagine_command
 
+    found = find_imaginary(env_id, level, profile, variant)
+    if found is not None:
+        return found
     path = imaginary_path(env_id, level, profile, variant)
-    if path.exists():
-        return load_dataset(path), path
-    if reference_available(env_id, level, profile, variant):
-        return load_reference(env_id, level, profile, variant), reference_path(env_id, level, profile, variant)
     raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}, and none ships with the "
                             f"package. Build it with: {imagine_command(env_id, level, profile)}")
 
