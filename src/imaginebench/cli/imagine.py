@@ -138,7 +138,9 @@ def imagine_generate(
     seed: int = typer.Option(1, "--seed", help="Seed of the initial states and of sampling."),
     keep: str = typer.Option("honest", "--keep", help="honest (default: goal reached and every state legal, by "
                              "the domain's pure functions; no simulator), none (unfiltered), or oracle (also "
-                             "re-simulates every transition: a diagnostic that reads the simulator)."),
+                             "re-simulates every transition: a diagnostic that reads the simulator), or grounded "
+                             "(honest, and the actions cause the outcome under dynamics learned from real train "
+                             "data; no simulator; writes imaginary-<level>.grounded.npz)."),
     budget: float = typer.Option(16.0, "--budget", help="Best-of-N: at most this many candidates per kept "
                                  "rollout, per task."),
     stop_on_end: bool = typer.Option(True, "--stop-on-end/--no-stop-on-end",
@@ -196,7 +198,7 @@ def imagine_quality(
                                        "success + legality) or oracle (also re-simulated transitions); originals "
                                        "kept as imaginary-<level>.unfiltered.npz."),
     variant: str = typer.Option("honest", "--variant", help="Which stored dataset to score: honest, unfiltered, "
-                                "oracle."),
+                                "oracle, grounded."),
     write_oracle: bool = typer.Option(False, "--write-oracle", help="Write imaginary-<level>.oracle.npz: the honest "
                                       "rollouts whose transitions the simulator confirms (a diagnostic)."),
     oracle_replay: bool = typer.Option(False, "--oracle-replay", help="With --write-oracle: keep only rollouts whose "
@@ -223,6 +225,48 @@ def imagine_quality(
     typer.echo(json.dumps(reports, indent=1) if as_json else format_table(reports))
 
 
+@imagine_app.command("ground")
+@friendly
+def imagine_ground(
+    env: str = EnvOpt,
+    profile: Optional[str] = ProfileOpt,
+    level: str = LevelOpt,
+    mode: str = typer.Option("replay", "--mode", help="replay (keep the imagined actions the learned dynamics "
+                             "replay to the goal), relabel (actions read off the imagined states by the inverse "
+                             "model, then the same check) or plan (relabel, and store the model-replayed states)."),
+    state_test: str = typer.Option("states", "--state-test", help="What the imagined states must pass first: states "
+                                   "(legal, goal at the last state), honest (the honest filter's whole test) or none."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing grounded file."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Torch CPU threads (default: torch's)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Ground the level's stored imagined rollouts in dynamics learned from real train data (no simulator):
+    write imaginary-<level>.grounded.npz, used with `train --imaginary grounded`. The models are fitted once
+    per domain, profile and real data (a few minutes) and cached in the data home."""
+    from imaginebench.imagination.grounding import GROUND_MODES, STATE_TESTS, ground_dataset
+    from imaginebench.imagination.pipeline import _levels
+    from imaginebench.errors import choice_error
+
+    if mode not in GROUND_MODES:
+        raise choice_error("--mode", mode, tuple(GROUND_MODES))
+    if state_test not in STATE_TESTS:
+        raise choice_error("--state-test", state_test, STATE_TESTS)
+    _threads(threads)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    out = []
+    for lv in _levels(level):
+        r = ground_dataset(env, lv, profile, mode=mode, state_test=state_test, overwrite=overwrite)
+        out.append(r)
+        if not as_json:
+            typer.echo(f"{lv}: grounded ({mode}, state test {state_test}) kept {r['kept']} of {r['candidates']} "
+                       f"candidates -> {r['dataset']}")
+    if as_json:
+        typer.echo(json.dumps(out, indent=1))
+
+
 @imagine_app.command("render")
 @friendly
 def imagine_render(
@@ -230,7 +274,7 @@ def imagine_render(
     profile: Optional[str] = ProfileOpt,
     level: str = typer.Option("hard", "--level", help="train, rephrase, easy or hard."),
     source: str = typer.Option("imaginary", "--source", help="imaginary or real."),
-    variant: str = typer.Option("honest", "--variant", help="Imaginary dataset: honest, unfiltered or oracle."),
+    variant: str = typer.Option("honest", "--variant", help="Imaginary dataset: honest, unfiltered, oracle or grounded."),
     dataset: Optional[Path] = typer.Option(None, "--dataset", help="A dataset file (instead of the data home's)."),
     episode: int = typer.Option(0, "--episode", help="Episode index in the dataset."),
     frames: int = typer.Option(6, "--frames", help="Frames in the strip (evenly spaced, first and last included)."),

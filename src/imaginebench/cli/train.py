@@ -57,8 +57,9 @@ def train(
     real_only: bool = typer.Option(False, "--real-only", help="Train on real data only (no imaginary rollouts) "
                                    "and evaluate on the level."),
     imaginary: str = typer.Option("honest", "--imaginary", help="Which imaginary data: honest (default: kept by "
-                                  "the domain's pure success + legality functions), unfiltered, or oracle (also "
-                                  "checked against the simulator: a diagnostic)."),
+                                  "the domain's pure success + legality functions), unfiltered, oracle (also "
+                                  "checked against the simulator: a diagnostic), or grounded (actions checked "
+                                  "by dynamics learned from real train data: imagine ground)."),
     mix_ratio: float = typer.Option(0.5, "--mix-ratio", help="Share of each batch from imaginary (or upper-bound) "
                                     "data."),
     steps: Optional[int] = typer.Option(None, "--steps", help="Override the profile's gradient steps."),

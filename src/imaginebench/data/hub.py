@@ -66,10 +66,12 @@ def load_real(env_id: str, level: str = "train", profile: str | None = None) -> 
     return load_dataset(path)
 
 
-IMAGINARY_VARIANTS: tuple[str, ...] = ("honest", "unfiltered", "oracle")
+IMAGINARY_VARIANTS: tuple[str, ...] = ("honest", "unfiltered", "oracle", "grounded")
 """Stored imaginary datasets of a level: ``honest`` (the default: kept by the domain's pure
 success and legality functions), ``unfiltered`` (every generated rollout), ``oracle`` (also
-checked against the simulator: a diagnostic, marked as oracle wherever it is used)."""
+checked against the simulator: a diagnostic, marked as oracle wherever it is used), ``grounded``
+(candidates whose actions a forward model learned from real train data replays to the goal,
+:mod:`imaginebench.imagination.grounding`; no simulator)."""
 
 
 def _variant_name(level: str, variant: str) -> str:

@@ -23,7 +23,8 @@ from imaginebench.evaluation.records import train_data_flags
 RESULTS_SCHEMA = 1
 DATA_LABELS = {"real": "real only", "imaginary": "real + imaginary (honest)",
                "imaginary-unfiltered": "real + imaginary (unfiltered)",
-               "imaginary-oracle": "real + imaginary (oracle filter)", "real-upper-bound": "Real upper bound"}
+               "imaginary-oracle": "real + imaginary (oracle filter)",
+               "imaginary-grounded": "real + imaginary (grounded)", "real-upper-bound": "Real upper bound"}
 
 
 def results_path(profile: str = "small") -> Path:

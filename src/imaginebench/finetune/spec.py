@@ -186,7 +186,8 @@ class Start:
 
 DATA_LABELS = {"real": "offline real", "imaginary": "offline real+imaginary",
                "imaginary-unfiltered": "offline real+imaginary (unfiltered)",
-               "imaginary-oracle": "offline real+imaginary (oracle)", "real-upper-bound": "offline Real upper bound"}
+               "imaginary-oracle": "offline real+imaginary (oracle)",
+               "imaginary-grounded": "offline real+imaginary (grounded)", "real-upper-bound": "offline Real upper bound"}
 
 
 def resolve_start(spec: FinetuneSpec) -> Start:

@@ -130,7 +130,8 @@ class RoundStore:
 
 def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping[str, int], cfg: GenerateConfig,
               horizons: Mapping[str, int] | None = None, oracle: Callable[[list[Episode]], np.ndarray] | None = None,
-              progress: bool = True, desc: str = "imagine", store: RoundStore | None = None) -> BestOfN:
+              progress: bool = True, desc: str = "imagine", store: RoundStore | None = None,
+              ground: Callable[[Episode], Episode | None] | None = None) -> BestOfN:
     """Generate candidates per task until each task has its quota of kept rollouts or its
     budget (``ceil(cfg.budget * quota)`` candidates) is spent.
 
@@ -139,6 +140,8 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
     each task's first ``quota`` candidates, i.e. the data plain generation would give.
     ``oracle`` (keep mode ``oracle`` only) further checks honest-kept rollouts with the simulator.
     ``store``: rounds are saved there as they finish and a killed run continues from them.
+    ``ground`` (keep mode ``grounded``): an honest-kept candidate is kept as what it returns (actions
+    checked, or relabelled, by dynamics learned from real data; no simulator), dropped on ``None``.
     """
     gen = torch.Generator().manual_seed(cfg.seed)
     budget = {t: int(math.ceil(cfg.budget * q)) for t, q in quotas.items()}
@@ -153,9 +156,15 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
     total = sum(quotas.values())
     bar = tqdm(total=total, desc=desc, unit="kept", disable=not progress)
 
-    def take(eps: list[Episode], ok: np.ndarray) -> None:
+    def grounded(eps: list[Episode], ok: np.ndarray) -> tuple[np.ndarray, list[Episode]]:
+        if ground is None:
+            return ok, eps
+        out = [ground(ep) if good else None for ep, good in zip(eps, ok)]
+        return np.asarray([g is not None for g in out], bool), [g if g is not None else ep for g, ep in zip(out, eps)]
+
+    def take(eps: list[Episode], ok: np.ndarray, stored: list[Episode] | None = None) -> None:
         before = sum(len(v) for v in kept.values())
-        for ep, good in zip(eps, ok):
+        for i, (ep, good) in enumerate(zip(eps, ok)):
             t = ep.task
             tried[t] += 1
             honest[t] += int(good)
@@ -163,13 +172,13 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
             if len(first[t]) < quotas[t]:
                 first[t].append(ep)
             if good and len(kept[t]) < quotas[t]:
-                kept[t].append(ep)
+                kept[t].append(ep if stored is None else stored[i])
         bar.update(sum(len(v) for v in kept.values()) - before)
 
     if store is not None:
         done = store.load()
         for eps, ok in done:
-            take(eps, ok)
+            take(eps, ok, grounded(eps, ok)[1])  # grounding is deterministic: the same kept rollouts
         if done:
             sampler.count = int(store.extra["sampler_count"])
             gen.set_state(torch.tensor(store.extra["gen_state"], dtype=torch.uint8))
@@ -199,7 +208,8 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
             idx = np.flatnonzero(ok)
             ok[idx] = oracle([eps[i] for i in idx])
             oracle_checked += len(idx)
-        take(eps, ok)
+        ok, stored = grounded(eps, ok)
+        take(eps, ok, stored)
         bar.set_postfix(candidates=len(candidates), steps_per_s=f"{steps / seconds:.0f}" if seconds > 0 else "-")
         if store is not None:
             store.append(eps, ok, {"source": "imaginary", "partial": True}, domain.state_dim, action_shape,

@@ -11,7 +11,7 @@ import numpy as np
 from imaginebench.data.dataset import Episode
 from imaginebench.domains.base import Domain
 
-KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
+KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle", "grounded")
 """Which imagined rollouts are kept:
 
 * ``honest`` (default): the goal holds at the last imagined state, every imagined state is
@@ -23,10 +23,13 @@ KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle")
 * ``none``: every rollout (the unfiltered data);
 * ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the
   simulator re-run from the imagined state.  This reads the simulator on novel tasks, so it is
-  a *diagnostic* upper bound, never the default, and marked as oracle wherever it is used.
+  a *diagnostic* upper bound, never the default, and marked as oracle wherever it is used;
+* ``grounded``: ``honest`` and, in addition, the rollout's actions cause its outcome by dynamics
+  models learned from the domain's real train data (:mod:`.grounding`, its default mode): no
+  simulator call, usable for any novel instruction.
 """
 
-KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle"}
+KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle", "grounded": "grounded"}
 """Keep mode -> stored dataset variant (:data:`imaginebench.data.hub.IMAGINARY_VARIANTS`)."""
 
 

@@ -139,9 +139,17 @@ def generate_level(
         if overwrite:
             store.remove()
         _announce(env_id, level, quotas, horizons, run_cfg, model, progress)
+        ground = None
+        if cfg.keep == "grounded":
+            from imaginebench.imagination.grounding import DEFAULT_MODE, GROUND_MODES, ground_check, load_grounding
+
+            grounding = load_grounding(env_id, prof.name, progress=progress)
+
+            def ground(ep: Episode) -> Episode | None:
+                return ground_check(grounding, domain, ep, level=level, **GROUND_MODES[DEFAULT_MODE])
         result = best_of_n(model, domain, sampler, quotas, run_cfg, horizons,
                            oracle if cfg.keep != "none" else None, progress, desc=f"imagine {env_id}/{level}",
-                           store=store)
+                           store=store, ground=ground)
         kept = result.unfiltered if cfg.keep == "none" else result.kept
     finally:
         sampler.close()
@@ -166,6 +174,10 @@ def generate_level(
         "step_cap": {"max_steps": cfg.max_steps, "floor": cap_floor} if cfg.max_steps is not None else None,
         "package_version": __version__,
     }
+    if ground is not None:
+        from imaginebench.imagination.grounding import DEFAULT_MODE, summary
+
+        metadata["grounding"] = {"mode": DEFAULT_MODE, "state_test": "honest", **summary(grounding)}
     action_shape = () if domain.discrete_actions else (domain.action_dim,)
 
     def dataset(eps: list[Episode], **md: Any) -> EpisodeDataset:

@@ -53,6 +53,11 @@ class QualityReport:
     mean_transition_error: float
     tolerance: float
     replay_success: float = math.nan
+    model_replay_success: float = math.nan
+    """Share of rollouts whose actions the grounding models (learned from real train data) replay to
+    the goal; NaN where no grounding fit is cached (``imaginebench imagine ground`` makes one)."""
+    inverse_agreement: float = math.nan
+    """Share of imagined actions the grounding inverse model reads off the imagined states."""
     transition_correctness_paper: float | None = None
     by_family: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -205,6 +210,7 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     ds, path = stored_imaginary(env_id, level, profile, variant)
     shipped = bool(ds.metadata.get("reference", False))
     report = check_rollouts(env_id, level, ds, tolerance=tolerance, progress=progress).report.to_dict()
+    report.update(_grounding_numbers(env_id, level, profile, ds))
     old = quality_path(path)
     _keep_generation_facts(old, report)
     sample = path.with_name(f"imaginary-{level}.candidates.npz")
@@ -217,6 +223,17 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     if save and not shipped:  # the package's own report beside a shipped file is left as installed
         write_quality(old, report)
     return report
+
+
+def _grounding_numbers(env_id: str, level: str, profile: str | None, episodes: Any) -> dict[str, float]:
+    """Model-replay success and inverse agreement when the grounding models are cached, else nothing."""
+    from imaginebench.envs.registry import load_domain
+    from imaginebench.imagination.grounding import cached_grounding, grounding_quality
+
+    model = cached_grounding(env_id, profile)
+    if model is None:
+        return {}
+    return grounding_quality(model, load_domain(env_id), list(episodes), level=level)
 
 
 def stored_imaginary(env_id: str, level: str, profile: str | None = None,
@@ -260,8 +277,9 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     from imaginebench.envs.registry import load_domain
     from imaginebench.imagination.filters import KEEP_MODES, honest_ok
 
-    if keep not in KEEP_MODES or keep == "none":
-        raise ValueError(f"Unknown filter {keep!r}; choose honest or oracle.")
+    if keep not in KEEP_MODES or keep in ("none", "grounded"):
+        hint = " (grounded data: imaginebench imagine ground)" if keep == "grounded" else ""
+        raise ValueError(f"Unknown filter {keep!r}; choose honest or oracle{hint}.")
     path = dataset_path(env_id, "imaginary", level, profile)
     if not path.exists():
         raise FileNotFoundError(f"No imaginary {level} dataset for {env_id} at {path}. "
@@ -338,7 +356,7 @@ def oracle_variant(env_id: str, level: str, profile: str | None = None, toleranc
 
 
 COLUMNS = (("consistency", "consistency"), ("transition_correctness", "transition"), ("legality", "legality"),
-           ("replay_success", "replay"))
+           ("replay_success", "replay"), ("model_replay_success", "model-rp"), ("inverse_agreement", "inv-agree"))
 
 
 def _pct(value: Any) -> str:
@@ -348,13 +366,13 @@ def _pct(value: Any) -> str:
 def format_table(reports: Iterable[Mapping[str, Any]]) -> str:
     """A plain-text table of quality reports (percentages): kept rollouts, then all candidates when known."""
     lines = [f"{'env':<16}{'level':<10}{'set':<6}{'rollouts':>9}{'steps':>8}{'consistency':>13}{'transition':>12}"
-             f"{'legality':>10}{'replay':>8}{'paper-tr':>9}{'dropped':>9}"]
+             f"{'legality':>10}{'replay':>8}{'model-rp':>10}{'inv-agree':>11}{'paper-tr':>9}{'dropped':>9}"]
     for r in reports:
         rows = [("kept", r)] + ([("all", r["all"])] if isinstance(r.get("all"), Mapping) else [])
         for name, q in rows:
             pct = [_pct(q.get(k)) for k, _ in COLUMNS]
             dropped = r.get("dropped", 0) if name == "kept" else ""
             lines.append(f"{r['env_id']:<16}{r['level']:<10}{name:<6}{q['episodes']:>9}{q['transitions']:>8}"
-                         f"{pct[0]:>13}{pct[1]:>12}{pct[2]:>10}{pct[3]:>8}"
+                         f"{pct[0]:>13}{pct[1]:>12}{pct[2]:>10}{pct[3]:>8}{pct[4]:>10}{pct[5]:>11}"
                          f"{_pct(q.get('transition_correctness_paper')):>9}{dropped:>9}")
     return "\n".join(lines)

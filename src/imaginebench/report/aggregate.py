@@ -20,12 +20,14 @@ import numpy as np
 
 from imaginebench.domains.base import LEVELS
 
-DATA_ORDER = ("imaginary", "imaginary-unfiltered", "imaginary-oracle", "real", "real-upper-bound")
+DATA_ORDER = ("imaginary", "imaginary-grounded", "imaginary-unfiltered", "imaginary-oracle", "real", "real-upper-bound")
 DATA_TITLES = {
     "imaginary": "Real + imaginary rollouts, honest filter (RLIM default; train level: real only)",
     "imaginary-unfiltered": "Real + imaginary rollouts, unfiltered",
     "imaginary-oracle": "Real + imaginary rollouts, ORACLE filter (reads the simulator on novel tasks; "
                         "a diagnostic, not a method)",
+    "imaginary-grounded": "Real + imaginary rollouts, grounded filter (actions replayed through dynamics "
+                          "learned from real train data; no simulator)",
     "real": "Real rollouts only (no imagination)",
     "real-upper-bound": "Real upper bound (real + expert rollouts of the level's tasks)",
 }
@@ -223,6 +225,7 @@ def in_setting(cell: Cell, data: str) -> bool:
 
 DATA_SHORT = {"imaginary": "real + imaginary (honest filter)", "imaginary-unfiltered": "real + imaginary (unfiltered)",
               "imaginary-oracle": "real + imaginary (oracle filter) †", "real": "real only",
+              "imaginary-grounded": "real + imaginary (grounded filter)",
               "real-upper-bound": "Real upper bound"}
 
 

@@ -58,14 +58,17 @@ def quality_section(pairs: Sequence[tuple[str, str]]) -> list[str]:
                 "Consistency: the goal holds by the task's success test. Transition: generated (s, a, s′) within "
                 "the domain's tolerance of the simulator stepped from s. Legality: generated states physically "
                 "valid. Replay: the imagined actions, replayed in the simulator from the imagined start, reach the "
-                "goal. *kept*: the rollouts the runs trained on (after the filter); *all*: the generated "
+                "goal. Model replay: the imagined actions, run through dynamics learned from real train data (no "
+                "simulator), reach the goal; inverse agreement: imagined actions the inverse model learned from real "
+                "data reads off the imagined states (both – where no grounding fit is cached). *kept*: the rollouts the runs trained on (after the filter); *all*: the generated "
                 "candidates (what plain generation gives; a random sample of at most 2,000 where more were "
                 "generated).", "",
-                "| level | data | set | rollouts | consistency | transition | legality | replay | candidates per kept |",
-                "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+                "| level | data | set | rollouts | consistency | transition | legality | replay | model replay | "
+                "inverse agreement | candidates per kept |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for level, item in found.items():
             if item is None:
-                out.append(f"| {level} | none | – | – | – | – | – | – | – |")
+                out.append(f"| {level} | none | – | – | – | – | – | – | – | – | – |")
                 continue
             report, origin = item
             data = f"{origin}, {report.get('filter') or ('filtered' if report.get('filtered') else 'unfiltered')}"
@@ -74,12 +77,13 @@ def quality_section(pairs: Sequence[tuple[str, str]]) -> list[str]:
                 per_kept = report.get("candidates_per_kept") if name == "kept" else None
                 out.append(f"| {level} | {data} | {name} | {q.get('episodes', '–')} | {_pct(q.get('consistency'))} | "
                            f"{_pct(q.get('transition_correctness'))} | {_pct(q.get('legality'))} | "
-                           f"{_pct(q.get('replay_success'))} | "
+                           f"{_pct(q.get('replay_success'))} | {_pct(q.get('model_replay_success'))} | "
+                           f"{_pct(q.get('inverse_agreement'))} | "
                            f"{'–' if per_kept is None else f'{float(per_kept):.1f}'} |")
             if level in paper:
                 c, t, lg = paper[level]
                 out.append(f"| *{level}* | *original paper (KALM)* | *–* | *–* | *{_pct(c)}* | *{_pct(t)}* | "
-                           f"*{_pct(lg)}* | *–* | *–* |")
+                           f"*{_pct(lg)}* | *–* | *–* | *–* | *–* |")
         out.append("")
     return out
 

@@ -17,13 +17,16 @@ from imaginebench.domains.base import check_level
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.run_folder import RunFolder
 
-DATA_VARIANTS = ("imaginary", "imaginary-unfiltered", "imaginary-oracle", "real", "real-upper-bound")
+DATA_VARIANTS = ("imaginary", "imaginary-unfiltered", "imaginary-oracle", "imaginary-grounded", "real",
+                 "real-upper-bound")
 """Training data of a run: real + the level's imaginary rollouts kept by the honest filter
 (the default; ``train``: real only); real + every generated imaginary rollout (unfiltered);
 real + imaginary rollouts kept by the oracle filter (reads the simulator: a diagnostic);
+real + imaginary rollouts grounded by dynamics models learned from real train data;
 real rollouts only; real + expert rollouts of the level's tasks (the "Real" upper bound)."""
 
-IMAGINARY_DATA = {"imaginary": "honest", "imaginary-unfiltered": "unfiltered", "imaginary-oracle": "oracle"}
+IMAGINARY_DATA = {"imaginary": "honest", "imaginary-unfiltered": "unfiltered", "imaginary-oracle": "oracle",
+                  "imaginary-grounded": "grounded"}
 """Training-data variant -> stored imaginary dataset variant (:data:`imaginebench.data.hub.IMAGINARY_VARIANTS`)."""
 
 DEFAULT_MIX_RATIO = 0.5
