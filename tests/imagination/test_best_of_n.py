@@ -181,3 +181,28 @@ def json_rounds(folder):
     import json
 
     return json.loads((folder / "state.json").read_text())["rounds"]
+
+
+def test_ground_keeps_what_it_returns_and_drops_none(monkeypatch):
+    """Keep mode ``grounded``: an honest-kept candidate is stored as the grounding function returns
+    it (e.g. relabelled actions) and dropped when it returns ``None``."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(bon, "honest_ok", lambda domain, ep: True)
+    calls = {"n": 0}
+
+    def ground(ep):
+        calls["n"] += 1
+        return None if calls["n"] % 2 else replace(ep, instruction="grounded: " + ep.instruction)
+
+    domain = load_domain(ENV)
+    sampler = StartSampler(ENV, "hard", seed=5)
+    try:
+        quotas = task_quotas(sampler.task_names[:2], 4)
+        out = best_of_n(make_model(), domain, sampler, quotas, GenerateConfig(batch_size=8, budget=4.0),
+                        {t: 3 for t in quotas}, progress=False, ground=ground)
+    finally:
+        sampler.close()
+    assert out.kept and all(ep.instruction.startswith("grounded: ") for ep in out.kept)
+    assert not any(ep.instruction.startswith("grounded: ") for ep in out.unfiltered)
+    assert sum(v["passed"] for v in out.per_task.values()) == calls["n"] // 2
