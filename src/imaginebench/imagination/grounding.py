@@ -914,7 +914,7 @@ def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: st
                          f"among {len(pool)}; nothing written.")
     template = next(iter(load_pool_metadata(env_id, level, prof)), {})
     metadata = {**template, "filter": f"grounded-{mode}", "oracle": False, "filtered": True,
-                "episodes": len(kept), "grounding": info}
+                "episodes": len(kept), "dropped": len(pool) - len(kept), "grounding": info}
     from imaginebench.data.dataset import EpisodeDataset as _Dataset
 
     action_shape = () if model.discrete else (model.action_dim,)
