@@ -33,14 +33,10 @@ KEEP_VARIANT = {"honest": "honest", "none": "unfiltered", "oracle": "oracle", "g
 """Keep mode -> stored dataset variant (:data:`imaginebench.data.hub.IMAGINARY_VARIANTS`)."""
 
 
-def honest_ok(domain: Domain, episode: Episode) -> bool:
-    """Keep test of the honest filter: the goal holds at the last imagined state, every imagined
-    state is legal, no imagined step moves what nothing touches and the actions could have produced
-    the motion — the domain's own functions on the imagined rollout, no simulator.
-
-    Success is recomputed from the states with ``domain.score_rollout`` (not read from the
-    stored flags).  Empty rollouts and non-finite states are rejected.
-    """
+def states_hold(domain: Domain, episode: Episode) -> bool:
+    """Every imagined state finite and legal, and the goal holds at the last one (recomputed with
+    ``domain.score_rollout``, not read from the stored flags): the honest filter without the
+    domain's hand-written motion rules.  Empty rollouts are rejected."""
     if len(episode) == 0:
         return False
     states = np.asarray(episode.states, np.float64)
@@ -48,15 +44,24 @@ def honest_ok(domain: Domain, episode: Episode) -> bool:
         return False
     if not bool(np.all(domain.is_legal_batch(states[1:]))):
         return False
-    if bool(np.any(domain.untouched_steps(states))):
-        return False
-    try:
-        if domain.unpowered(states, np.asarray(episode.actions)):
-            return False
-    except ValueError:
-        return False
     try:
         _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)
     except (ValueError, FloatingPointError, IndexError, KeyError):
         return False
     return bool(success[-1])
+
+
+def honest_ok(domain: Domain, episode: Episode) -> bool:
+    """Keep test of the honest filter: the goal holds at the last imagined state, every imagined
+    state is legal (:func:`states_hold`), no imagined step moves what nothing touches and the
+    actions could have produced the motion — the domain's own functions on the imagined rollout,
+    no simulator."""
+    if not states_hold(domain, episode):
+        return False
+    states = np.asarray(episode.states, np.float64)
+    if bool(np.any(domain.untouched_steps(states))):
+        return False
+    try:
+        return not domain.unpowered(states, np.asarray(episode.actions))
+    except ValueError:
+        return False

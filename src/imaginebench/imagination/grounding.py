@@ -39,6 +39,7 @@ from torch import nn
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.domains.base import Domain
 from imaginebench.fileio import atomic_path, first_line, torch_load_plain
+from imaginebench.imagination.filters import honest_ok, states_hold
 
 logger = logging.getLogger(__name__)
 
@@ -823,21 +824,6 @@ legal, the goal holds at the last one), ``honest`` (the honest filter's whole te
 contact and propulsion rules), ``none``."""
 
 
-def states_hold(domain: Domain, episode: Episode) -> bool:
-    """Every imagined state legal and the goal holds at the last one (the honest filter without the
-    domain's hand-written motion rules ``untouched_steps`` / ``unpowered``)."""
-    states = np.asarray(episode.states, np.float64)
-    if len(episode) == 0 or not np.all(np.isfinite(states)):
-        return False
-    if not bool(np.all(domain.is_legal_batch(states[1:]))):
-        return False
-    try:
-        _, success = domain.score_rollout(domain.task(episode.task), states, episode.actions)
-    except (ValueError, FloatingPointError, IndexError, KeyError):
-        return False
-    return bool(success[-1])
-
-
 def candidate_pool(env_id: str, level: str, profile: str | None = None) -> tuple[list[Episode], list[str]]:
     """Every distinct imagined rollout stored for ``level`` — the unfiltered candidates, then the honest
     set (each as :func:`~imaginebench.data.hub.find_imaginary` picks it: local before shipped) — and
@@ -890,8 +876,6 @@ def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: st
     domain = load_domain(env_id)
     model = load_grounding(env_id, prof, cfg, progress=progress)
     if state_test == "honest":
-        from imaginebench.imagination.filters import honest_ok
-
         passes = [honest_ok(domain, ep) for ep in pool]
     elif state_test == "states":
         passes = [states_hold(domain, ep) for ep in pool]
