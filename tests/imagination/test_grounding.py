@@ -51,16 +51,14 @@ def home_with_train(real_train):
 
 
 def test_fit_reads_only_train_level_real_data(home_with_train, monkeypatch):
-    import imaginebench.data.hub as hub
-
     asked = []
-    original = hub.load_real
+    original = G.load_real
 
     def spy(env_id, level="train", profile=None):
         asked.append(level)
         return original(env_id, level, profile)
 
-    monkeypatch.setattr(hub, "load_real", spy)
+    monkeypatch.setattr(G, "load_real", spy)
     G.load_grounding(ENV, "tiny", CFG)
     assert asked == ["train"]
     rephrase = collect("rephrase", 2)

@@ -32,7 +32,7 @@ print(json.dumps(model.report.to_dict()), file=sys.stderr)
 for level in levels:
     t0 = time.time()
     try:
-        pool, sources = G.candidate_pool(env_id, level, "small")
+        pool, sources, _ = G.candidate_pool(env_id, level, "small")
     except FileNotFoundError as e:
         print(f"{level}: {e}", file=sys.stderr)
         continue

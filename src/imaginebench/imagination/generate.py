@@ -20,6 +20,7 @@ from imaginebench.errors import UsageError
 from imaginebench.imagination.best_of_n import RoundStore, best_of_n, required_steps, task_quotas
 from imaginebench.imagination.decoding import GenerateConfig, StartSampler
 from imaginebench.imagination.filters import KEEP_VARIANT
+from imaginebench.imagination.grounding import DEFAULT_MODE, GROUND_MODES, ground_check, load_grounding, summary
 from imaginebench.imagination.formats import ROLLOUT_PROMPT
 
 logger = logging.getLogger("imaginebench.imagination")
@@ -141,8 +142,6 @@ def generate_level(
         _announce(env_id, level, quotas, horizons, run_cfg, model, progress)
         ground = None
         if cfg.keep == "grounded":
-            from imaginebench.imagination.grounding import DEFAULT_MODE, GROUND_MODES, ground_check, load_grounding
-
             grounding = load_grounding(env_id, prof.name, progress=progress)
 
             def ground(ep: Episode) -> Episode | None:
@@ -175,8 +174,6 @@ def generate_level(
         "package_version": __version__,
     }
     if ground is not None:
-        from imaginebench.imagination.grounding import DEFAULT_MODE, summary
-
         metadata["grounding"] = {"mode": DEFAULT_MODE, "state_test": "honest", **summary(grounding)}
     action_shape = () if domain.discrete_actions else (domain.action_dim,)
 

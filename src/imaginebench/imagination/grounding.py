@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -36,8 +37,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from imaginebench.config import data_home, get_profile
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.data.hub import dataset_path, find_imaginary, imaginary_path, imagine_command, load_real
+from imaginebench.data.storage import save_dataset
 from imaginebench.domains.base import Domain
+from imaginebench.envs.registry import load_domain
+from imaginebench.errors import choice_error
 from imaginebench.fileio import atomic_path, first_line, torch_load_plain
 from imaginebench.imagination.filters import honest_ok, states_hold
 
@@ -474,8 +480,6 @@ def fit_grounding(domain: Domain, real: EpisodeDataset, cfg: GroundingConfig = G
                   progress: bool = False) -> Grounding:
     """Fit both models on ``real`` (a domain's real ``train``-level data) and calibrate the keep
     threshold on its held-out episodes.  Deterministic given ``cfg.seed``."""
-    import time
-
     start_time = time.perf_counter()
     level, source = real.metadata.get("level", "train"), real.metadata.get("source", "real")
     if level != "train" or source != "real":
@@ -642,8 +646,6 @@ def _holdout_replay_rates(model: Grounding, domain: Domain, real: EpisodeDataset
 
 # ---------------------------------------------------------------------------- cache
 def cache_dir() -> Path:
-    from imaginebench.config import data_home
-
     return data_home() / "cache" / "grounding"
 
 
@@ -651,10 +653,6 @@ def load_grounding(env_id: str, profile: str | None = None, cfg: GroundingConfig
                    real: EpisodeDataset | None = None, progress: bool = False) -> Grounding:
     """The grounding models of ``env_id`` fitted on its real train data of ``profile``: from the cache
     when a fit of the same data and settings is there and readable, else fitted (and cached)."""
-    from imaginebench.config import get_profile
-    from imaginebench.data.hub import load_real
-    from imaginebench.envs.registry import load_domain
-
     prof = get_profile(profile).name
     if real is None:
         real = load_real(env_id, "train", prof)
@@ -681,10 +679,6 @@ def cached_grounding(env_id: str, profile: str | None = None,
                      cfg: GroundingConfig = GroundingConfig()) -> Grounding | None:
     """The cached fit of ``env_id``'s current real train data with ``cfg``, or ``None`` (never fits:
     for reports that should not start a fit of minutes)."""
-    from imaginebench.config import get_profile
-    from imaginebench.data.hub import dataset_path, load_real
-    from imaginebench.envs.registry import load_domain
-
     prof = get_profile(profile).name
     if not dataset_path(env_id, "real", "train", prof).exists():
         return None
@@ -824,21 +818,23 @@ legal, the goal holds at the last one), ``honest`` (the honest filter's whole te
 contact and propulsion rules), ``none``."""
 
 
-def candidate_pool(env_id: str, level: str, profile: str | None = None) -> tuple[list[Episode], list[str]]:
+def candidate_pool(env_id: str, level: str, profile: str | None = None
+                   ) -> tuple[list[Episode], list[str], dict[str, Any]]:
     """Every distinct imagined rollout stored for ``level`` — the unfiltered candidates, then the honest
-    set (each as :func:`~imaginebench.data.hub.find_imaginary` picks it: local before shipped) — and
-    the files read.  Raises ``FileNotFoundError`` naming the command when there is none."""
-    from imaginebench.data.hub import find_imaginary, imagine_command
-
+    set (each as :func:`~imaginebench.data.hub.find_imaginary` picks it: local before shipped) — the
+    files read, and the metadata of what generated them (the honest file's, else the unfiltered one's,
+    less where it was read from).  Raises ``FileNotFoundError`` naming the command when there is none."""
     pool: list[Episode] = []
     seen: set[str] = set()
     sources: list[str] = []
+    metadata: dict[str, Any] = {}
     for variant in ("unfiltered", "honest"):
         found = find_imaginary(env_id, level, profile, variant)
         if found is None:
             continue
         ds, path = found
         sources.append(str(path))
+        metadata = {k: v for k, v in ds.metadata.items() if k not in ("reference", "path", "grounding")}
         for ep in ds:
             h = hashlib.sha1(np.ascontiguousarray(ep.states).tobytes())
             h.update(np.ascontiguousarray(ep.actions).tobytes())
@@ -848,7 +844,7 @@ def candidate_pool(env_id: str, level: str, profile: str | None = None) -> tuple
     if not pool:
         raise FileNotFoundError(f"No imaginary {level} rollouts of {env_id} to ground. "
                                 f"Build them with: {imagine_command(env_id, level, profile)}")
-    return pool, sources
+    return pool, sources, metadata
 
 
 def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: str = DEFAULT_MODE,
@@ -858,12 +854,6 @@ def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: st
     ``state_test`` and whose (imagined or relabelled, by ``mode``) actions the forward ensemble replays to
     the goal.  Reads no simulator and no novel-level real data.  Returns a summary (also the file's
     metadata ``grounding``)."""
-    from imaginebench.config import get_profile
-    from imaginebench.data.hub import imaginary_path
-    from imaginebench.data.storage import save_dataset
-    from imaginebench.envs.registry import load_domain
-    from imaginebench.errors import choice_error
-
     if mode not in GROUND_MODES:
         raise choice_error("grounding mode", mode, tuple(GROUND_MODES))
     if state_test not in STATE_TESTS:
@@ -872,7 +862,7 @@ def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: st
     target = imaginary_path(env_id, level, prof, "grounded")
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} already exists; pass --overwrite to replace it.")
-    pool, sources = candidate_pool(env_id, level, prof)
+    pool, sources, generated_by = candidate_pool(env_id, level, prof)
     domain = load_domain(env_id)
     model = load_grounding(env_id, prof, cfg, progress=progress)
     if state_test == "honest":
@@ -896,23 +886,9 @@ def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: st
     if not kept:
         raise ValueError(f"No {level} candidate of {env_id} passes grounding ({mode}, state test {state_test}) "
                          f"among {len(pool)}; nothing written.")
-    template = next(iter(load_pool_metadata(env_id, level, prof)), {})
-    metadata = {**template, "filter": f"grounded-{mode}", "oracle": False, "filtered": True,
+    metadata = {**generated_by, "filter": f"grounded-{mode}", "oracle": False, "filtered": True,
                 "episodes": len(kept), "dropped": len(pool) - len(kept), "grounding": info}
-    from imaginebench.data.dataset import EpisodeDataset as _Dataset
-
     action_shape = () if model.discrete else (model.action_dim,)
-    save_dataset(_Dataset.from_episodes(kept, metadata=metadata, state_dim=domain.state_dim,
+    save_dataset(EpisodeDataset.from_episodes(kept, metadata=metadata, state_dim=domain.state_dim,
                                         action_shape=action_shape), target, overwrite=True)
     return {"env_id": env_id, "level": level, "dataset": str(target), **info}
-
-
-def load_pool_metadata(env_id: str, level: str, profile: str) -> list[dict[str, Any]]:
-    """The honest (else unfiltered) file's metadata, less where it was read from: what generated the pool."""
-    from imaginebench.data.hub import find_imaginary
-
-    for variant in ("honest", "unfiltered"):
-        found = find_imaginary(env_id, level, profile, variant)
-        if found is not None:
-            return [{k: v for k, v in found[0].metadata.items() if k not in ("reference", "path", "grounding")}]
-    return []
