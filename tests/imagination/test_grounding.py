@@ -168,3 +168,24 @@ def test_track_follows_the_plan_in_closed_loop(real_train):
     if kept is not None:  # stored transitions are the model's, cut at its first success
         assert kept.successes[-1] and not kept.successes[:-1].any()
         np.testing.assert_allclose(kept.states, states[:len(kept) + 1], rtol=0, atol=1e-6)
+
+
+def test_ground_all_levels_reports_a_level_that_keeps_nothing(monkeypatch):
+    from typer.testing import CliRunner
+
+    from imaginebench.cli import app
+
+    def fake_ground(env_id, level, profile=None, mode="replay", state_test="states", overwrite=False):
+        if level == "hard":
+            raise G.NothingKept(f"No {level} candidate passes grounding; nothing written.", 7)
+        return {"env_id": env_id, "level": level, "dataset": f"/x/imaginary-{level}.grounded.npz",
+                "kept": 3, "candidates": 9}
+
+    monkeypatch.setattr(G, "ground_dataset", fake_ground)
+    runner = CliRunner()
+    out = runner.invoke(app, ["imagine", "ground", "--env", ENV, "--level", "all", "--profile", "tiny"])
+    assert out.exit_code == 0, out.output
+    assert "hard: grounded (replay, state test states) kept 0 of 7 candidates (nothing kept" in out.output
+    assert "easy: grounded (replay, state test states) kept 3 of 9" in out.output
+    one = runner.invoke(app, ["imagine", "ground", "--env", ENV, "--level", "hard", "--profile", "tiny"])
+    assert one.exit_code == 1 and "nothing written" in one.output and one.output.count("\n") == 1

@@ -243,7 +243,7 @@ def imagine_ground(
     """Ground the level's stored imagined rollouts in dynamics learned from real train data (no simulator):
     write imaginary-<level>.grounded.npz, used with `train --imaginary grounded`. The models are fitted once
     per domain, profile and real data (a few minutes) and cached in the data home."""
-    from imaginebench.imagination.grounding import GROUND_MODES, STATE_TESTS, ground_dataset
+    from imaginebench.imagination.grounding import GROUND_MODES, STATE_TESTS, NothingKept, ground_dataset
     from imaginebench.imagination.pipeline import _levels
     from imaginebench.errors import choice_error
 
@@ -257,14 +257,24 @@ def imagine_ground(
 
         torch.set_num_threads(threads)
     out = []
-    for lv in _levels(level):
-        r = ground_dataset(env, lv, profile, mode=mode, state_test=state_test, overwrite=overwrite)
+    levels = _levels(level)
+    for lv in levels:
+        try:
+            r = ground_dataset(env, lv, profile, mode=mode, state_test=state_test, overwrite=overwrite)
+        except NothingKept as e:
+            if len(levels) == 1:
+                raise
+            # one level keeping nothing is a measurement; the other levels' files stand
+            r = {"env_id": env, "level": lv, "dataset": None, "kept": 0, "candidates": e.candidates, "note": str(e)}
         out.append(r)
         if not as_json:
-            typer.echo(f"{lv}: grounded ({mode}, state test {state_test}) kept {r['kept']} of {r['candidates']} "
-                       f"candidates -> {r['dataset']}")
+            where = f"-> {r['dataset']}" if r["dataset"] else "(nothing kept; no file written)"
+            typer.echo(f"{lv}: grounded ({mode}, state test {state_test}) kept {r['kept']} of "
+                       f"{r['candidates']} candidates {where}")
     if as_json:
         typer.echo(json.dumps(out, indent=1))
+    if not any(r["dataset"] for r in out):
+        raise typer.Exit(1)
 
 
 @imagine_app.command("render")

@@ -847,6 +847,14 @@ def candidate_pool(env_id: str, level: str, profile: str | None = None
     return pool, sources, metadata
 
 
+class NothingKept(ValueError):
+    """No candidate of a level passes grounding, so no file is written (a result, not a fault)."""
+
+    def __init__(self, message: str, candidates: int) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
 def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: str = DEFAULT_MODE,
                    state_test: str = "states", cfg: GroundingConfig = GroundingConfig(),
                    overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
@@ -884,8 +892,8 @@ def ground_dataset(env_id: str, level: str, profile: str | None = None, mode: st
             "per_task": {t: {"candidates": c, "kept": k} for t, (c, k) in sorted(per_task.items())},
             "sources": [Path(s).name for s in sources], **summary(model)}
     if not kept:
-        raise ValueError(f"No {level} candidate of {env_id} passes grounding ({mode}, state test {state_test}) "
-                         f"among {len(pool)}; nothing written.")
+        raise NothingKept(f"No {level} candidate of {env_id} passes grounding ({mode}, state test {state_test}) "
+                         f"among {len(pool)}; nothing written.", len(pool))
     metadata = {**generated_by, "filter": f"grounded-{mode}", "oracle": False, "filtered": True,
                 "episodes": len(kept), "dropped": len(pool) - len(kept), "grounding": info}
     action_shape = () if model.discrete else (model.action_dim,)
