@@ -26,7 +26,7 @@ def bench(
                                                     "does not fit an environment is left out there)."),
     levels: str = typer.Option("train,rephrase,easy,hard", "--levels", help="Target levels, comma-separated."),
     data: str = typer.Option("real,imaginary,real-upper-bound", "--data", help="Training data settings, "
-                             "comma-separated: real, imaginary, real-upper-bound, imaginary-unfiltered, "
+                             "comma-separated: real, imaginary, real-upper-bound, real-retrieval, imaginary-unfiltered, "
                              "imaginary-oracle, imaginary-grounded (senseless combinations, e.g. the upper bound at train, are left "
                              "out)."),
     seeds: Optional[List[str]] = typer.Option(None, "--seeds", help="Seeds, e.g. --seeds 0 1 2 or --seeds 0,1,2 "

@@ -56,6 +56,9 @@ def train(
                                           "rollouts of the level's tasks (the Real upper bound)."),
     real_only: bool = typer.Option(False, "--real-only", help="Train on real data only (no imaginary rollouts) "
                                    "and evaluate on the level."),
+    retrieval: bool = typer.Option(False, "--retrieval", help="The retrieval baseline: train on real data only and "
+                                   "evaluate the novel level with each instruction replaced by its nearest train "
+                                   "phrasing under the encoder (reads no novel-level data)."),
     imaginary: str = typer.Option("honest", "--imaginary", help="Which imaginary data: honest (default: kept by "
                                   "the domain's pure success + legality functions), unfiltered, oracle (also "
                                   "checked against the simulator: a diagnostic), or grounded (actions checked "
@@ -91,8 +94,8 @@ def train(
     from imaginebench.training import RunSpec
     from imaginebench.training import train_seeds
 
-    if real_upper_bound and real_only:
-        raise UsageError("Choose one of --real-upper-bound and --real-only.")
+    if real_upper_bound and (real_only or retrieval):
+        raise UsageError("Choose one of --real-upper-bound and --real-only / --retrieval.")
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
@@ -108,7 +111,7 @@ def train(
 
     if imaginary not in IMAGINARY_VARIANTS:
         raise choice_error("--imaginary", imaginary, IMAGINARY_VARIANTS)
-    data = ("real-upper-bound" if real_upper_bound else "real" if real_only else
+    data = ("real-upper-bound" if real_upper_bound else "real-retrieval" if retrieval else "real" if real_only else
             "imaginary" if imaginary == "honest" else f"imaginary-{imaginary}")
     specs = [RunSpec(env, algo, level=level, seed=s, profile=profile, data=data, mix_ratio=mix_ratio,
                      encoder=encoder, standardize=standardize, train_steps=steps, checkpoint_every=checkpoint_every,

@@ -37,6 +37,7 @@ class EvaluationResult:
             ``None`` where the expert is not above chance or references were not computed).
         schedule: ``(task, reset seed)`` of every episode, in order.
         encoder: the instruction encoder's name (``"raw"`` for a raw policy).
+        retrieval: every instruction was replaced by its nearest train phrasing (the retrieval baseline).
     """
 
     env_id: str
@@ -54,6 +55,7 @@ class EvaluationResult:
     normalised: float | None
     schedule: tuple[tuple[str, int], ...]
     encoder: str
+    retrieval: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -66,13 +68,14 @@ class EvaluationResult:
         refs = ("" if self.random is None else
                 f"; random {self.random:.1%}, expert {self.expert:.1%}"
                 + (f", normalised {self.normalised:.1f}" if self.normalised is not None else ""))
-        return (f"{self.env_id} {self.level}: success {self.success:.1%} over {self.episodes} episodes "
+        how = " (instructions retrieved: nearest train phrasing)" if self.retrieval else ""
+        return (f"{self.env_id} {self.level}{how}: success {self.success:.1%} over {self.episodes} episodes "
                 f"({self.episodes_per_task} per task, seed {self.seed}){refs}")
 
 
 def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_per_task: int | None = None,
              seed: int = 0, encoder: Any = None, num_envs: int = 1, profile: str | None = None, raw: bool = False,
-             references: bool = True) -> EvaluationResult:
+             references: bool = True, retrieval: bool = False) -> EvaluationResult:
     """Score ``policy`` on ``level`` of ``env_id`` with the benchmark's evaluation protocol.
 
     Args:
@@ -96,6 +99,9 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
         raw: hand the policy raw states and instruction strings (see ``policy``).
         references: also run (or read from the data home's cache) the random and expert
             policies on the same schedule.
+        retrieval: the nearest-instruction baseline: every instruction is replaced by the train-level
+            phrasing nearest to it under the encoder (``encoder``; the default one for a raw policy)
+            before the policy sees it (:mod:`imaginebench.evaluation.retrieval`; reads no novel-level data).
     """
     from imaginebench import limits
     from imaginebench.config import get_profile
@@ -118,7 +124,12 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
     else:
         enc = _encoder(encoder)
         encoder_name = str(getattr(enc, "name", "custom"))
-    evaluator = Evaluator(env_id, level, episodes_per_task, seed, enc, pool=num_envs, raw=raw)
+    retrieve = None
+    if retrieval:
+        from imaginebench.evaluation.retrieval import NearestTrainInstruction
+
+        retrieve = NearestTrainInstruction(env_id, _encoder(encoder) if raw else enc)
+    evaluator = Evaluator(env_id, level, episodes_per_task, seed, enc, pool=num_envs, raw=raw, retrieve=retrieve)
     try:
         schedule = tuple(evaluator.schedule())
         result = evaluator(policy)
@@ -138,7 +149,8 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
                             episodes_per_task=int(episodes_per_task), seed=int(seed),
                             mean_length=float(result.mean_length), random=random, expert=expert,
                             random_per_task=random_per_task, expert_per_task=expert_per_task,
-                            normalised=normalised, schedule=schedule, encoder=encoder_name)
+                            normalised=normalised, schedule=schedule, encoder=encoder_name,
+                            retrieval=bool(retrieval))
 
 
 def _encoder(encoder: Any) -> Any:

@@ -114,6 +114,9 @@ class Evaluator:
     """Call the policy as ``policy(states, instructions)`` (float32 state vectors and the
     instruction strings) instead of with ``state ⊕ embedding`` rows: for methods with their own
     language encoder."""
+    retrieve: Any = None
+    """A :class:`~imaginebench.evaluation.retrieval.NearestTrainInstruction`: every episode's instruction
+    is replaced by its nearest train phrasing before the policy sees it (the retrieval baseline)."""
     _envs: list = field(default_factory=list, init=False, repr=False)
     _embeddings: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -196,8 +199,11 @@ class Evaluator:
             task, reset_seed = jobs[cursor]
             cursor += 1
             state, info = envs[i].reset(seed=reset_seed, options={"task": task})
-            texts[i] = info["instruction"]
-            emb = self._embed_row(info["instruction"])
+            instruction = info["instruction"]
+            if self.retrieve is not None:
+                instruction = self.retrieve.text([instruction])[0]
+            texts[i] = instruction
+            emb = self._embed_row(instruction)
             slots[i] = (task, emb, 0)
             rewards[i] = 0.0
             if episodic:

@@ -24,7 +24,8 @@ RESULTS_SCHEMA = 1
 DATA_LABELS = {"real": "real only", "imaginary": "real + imaginary (honest)",
                "imaginary-unfiltered": "real + imaginary (unfiltered)",
                "imaginary-oracle": "real + imaginary (oracle filter)",
-               "imaginary-grounded": "real + imaginary (grounded)", "real-upper-bound": "Real upper bound"}
+               "imaginary-grounded": "real + imaginary (grounded)", "real-retrieval": "retrieval (real only)",
+               "real-upper-bound": "Real upper bound"}
 
 
 def results_path(profile: str = "small") -> Path:

@@ -47,6 +47,8 @@ def train_data_flags(data: str, level: str) -> str:
     """The ``imaginebench train`` flags that give a record's ``data`` setting at ``level``."""
     if data == "real":
         return " --real-only" if level != "train" else ""
+    if data == "real-retrieval":
+        return " --real-only --retrieval"
     if data == "real-upper-bound":
         return " --real-upper-bound"
     return f" --imaginary {data.partition('-')[2]}" if data.startswith("imaginary-") else ""

@@ -187,7 +187,8 @@ class Start:
 DATA_LABELS = {"real": "offline real", "imaginary": "offline real+imaginary",
                "imaginary-unfiltered": "offline real+imaginary (unfiltered)",
                "imaginary-oracle": "offline real+imaginary (oracle)",
-               "imaginary-grounded": "offline real+imaginary (grounded)", "real-upper-bound": "offline Real upper bound"}
+               "imaginary-grounded": "offline real+imaginary (grounded)",
+               "real-retrieval": "offline real (retrieval)", "real-upper-bound": "offline Real upper bound"}
 
 
 def resolve_start(spec: FinetuneSpec) -> Start:

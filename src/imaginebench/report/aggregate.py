@@ -20,7 +20,8 @@ import numpy as np
 
 from imaginebench.domains.base import LEVELS
 
-DATA_ORDER = ("imaginary", "imaginary-grounded", "imaginary-unfiltered", "imaginary-oracle", "real", "real-upper-bound")
+DATA_ORDER = ("imaginary", "imaginary-grounded", "imaginary-unfiltered", "imaginary-oracle", "real", "real-retrieval",
+              "real-upper-bound")
 DATA_TITLES = {
     "imaginary": "Real + imaginary rollouts, honest filter (RLIM default; train level: real only)",
     "imaginary-unfiltered": "Real + imaginary rollouts, unfiltered",
@@ -29,6 +30,8 @@ DATA_TITLES = {
     "imaginary-grounded": "Real + imaginary rollouts, grounded filter (actions replayed through dynamics "
                           "learned from real train data; no simulator)",
     "real": "Real rollouts only (no imagination)",
+    "real-retrieval": "Retrieval baseline (real rollouts only; each novel instruction replaced by its nearest "
+                      "train phrasing)",
     "real-upper-bound": "Real upper bound (real + expert rollouts of the level's tasks)",
 }
 ALGO_ORDER = ("bc", "cql", "bcq", "td3bc", "sac", "iql", "discrete_bc", "discrete_cql", "discrete_bcq", "discrete_sac")
@@ -225,7 +228,7 @@ def in_setting(cell: Cell, data: str) -> bool:
 
 DATA_SHORT = {"imaginary": "real + imaginary (honest filter)", "imaginary-unfiltered": "real + imaginary (unfiltered)",
               "imaginary-oracle": "real + imaginary (oracle filter) †", "real": "real only",
-              "imaginary-grounded": "real + imaginary (grounded filter)",
+              "real-retrieval": "retrieval (real only, nearest train phrasing)", "imaginary-grounded": "real + imaginary (grounded filter)",
               "real-upper-bound": "Real upper bound"}
 
 

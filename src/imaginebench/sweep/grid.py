@@ -3,7 +3,8 @@
 
 Combinations that make no sense are left out (:meth:`GridSpec.plan` lists them with the reason):
 
-- level ``train`` with ``real-upper-bound`` (the upper bound needs novel tasks) or with an
+- level ``train`` with ``real-upper-bound`` (the upper bound needs novel tasks), with
+  ``real-retrieval`` (it maps novel instructions to train phrasings) or with an
   ``imaginary-*`` variant other than ``imaginary`` (the train level has no imaginary rollouts);
 - level ``train`` with ``imaginary``: on the train level that *is* the real-only run, so it is
   run once, as data ``real``;
@@ -180,6 +181,8 @@ class GridSpec:
                 out.append("real")  # the same run at the train level
             elif data == "real-upper-bound":
                 excluded.append((f"{env} {algo} train/{data}", "the Real upper bound needs a novel level"))
+            elif data == "real-retrieval":
+                excluded.append((f"{env} {algo} train/{data}", "retrieval maps novel instructions to train ones"))
             else:
                 excluded.append((f"{env} {algo} train/{data}", "the train level has no imaginary rollouts"))
         return list(dict.fromkeys(out))

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 
 from imaginebench.evaluation.protocol import Evaluator, d3rlpy_policy, eval_levels
+from imaginebench.evaluation.retrieval import NearestTrainInstruction
 from imaginebench.limits import check_training_memory
 from imaginebench.training.record import add_references, build_record
 from imaginebench.training.sources import load_sources
@@ -161,8 +162,11 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
     # the run's own random stream (the global one right after seeding and building, or as checkpointed)
     run.generator = torch.Generator()
     run.generator.set_state(torch.get_rng_state())
+    # the retrieval baseline: novel instructions mapped to the nearest train phrasing (train level as given)
+    retrieve = NearestTrainInstruction(domain.env_id, encoder) if spec.data == "real-retrieval" else None
     run.evaluators = {lv: Evaluator(domain.env_id, lv, spec.episodes_per_task, spec.seed, encoder,
-                                    pool=spec.eval_pool, env_factory=env_factory)
+                                    pool=spec.eval_pool, env_factory=env_factory,
+                                    retrieve=None if lv == "train" else retrieve)
                       for lv in eval_levels(spec.level)}
     return run
 

@@ -18,12 +18,13 @@ from imaginebench.errors import UsageError, choice_error
 from imaginebench.run_folder import RunFolder
 
 DATA_VARIANTS = ("imaginary", "imaginary-unfiltered", "imaginary-oracle", "imaginary-grounded", "real",
-                 "real-upper-bound")
+                 "real-retrieval", "real-upper-bound")
 """Training data of a run: real + the level's imaginary rollouts kept by the honest filter
 (the default; ``train``: real only); real + every generated imaginary rollout (unfiltered);
 real + imaginary rollouts kept by the oracle filter (reads the simulator: a diagnostic);
 real + imaginary rollouts grounded by dynamics models learned from real train data;
-real rollouts only; real + expert rollouts of the level's tasks (the "Real" upper bound)."""
+real rollouts only; real rollouts only, evaluated with each novel instruction replaced by its
+nearest train phrasing (the retrieval baseline, :mod:`imaginebench.evaluation.retrieval`); real + expert rollouts of the level's tasks (the "Real" upper bound)."""
 
 IMAGINARY_DATA = {"imaginary": "honest", "imaginary-unfiltered": "unfiltered", "imaginary-oracle": "oracle",
                   "imaginary-grounded": "grounded"}
@@ -82,6 +83,8 @@ class RunSpec:
             raise choice_error("training data variant", self.data, DATA_VARIANTS)
         if self.data == "real-upper-bound" and self.level == "train":
             raise UsageError("The Real upper bound needs a novel level (rephrase, easy or hard), not train.")
+        if self.data == "real-retrieval" and self.level == "train":
+            raise UsageError("The retrieval baseline needs a novel level (rephrase, easy or hard), not train.")
         if not 0.0 < self.mix_ratio < 1.0:
             raise UsageError(f"mix_ratio must lie strictly between 0 and 1, got {self.mix_ratio}.")
         for name in ("train_steps", "checkpoint_every", "eval_episodes_per_task", "batch_size"):
