@@ -189,3 +189,19 @@ def test_ground_all_levels_reports_a_level_that_keeps_nothing(monkeypatch):
     assert "easy: grounded (replay, state test states) kept 3 of 9" in out.output
     one = runner.invoke(app, ["imagine", "ground", "--env", ENV, "--level", "hard", "--profile", "tiny"])
     assert one.exit_code == 1 and "nothing written" in one.output and one.output.count("\n") == 1
+
+
+def test_integer_dimensions_are_found_from_data_and_rounded_in_replay(real_train):
+    ds = real_train
+    eps = list(ds)
+    grid = [replace(ep, states=np.round(ep.states * 20.0)) for ep in eps]  # positions on a 5 cm grid
+    meta = dict(ds.metadata)
+    gridded = EpisodeDataset.from_episodes(grid, metadata=meta, state_dim=ds.state_dim, action_shape=(4,))
+    model = G.fit_grounding(load_domain(ENV), gridded, CFG)
+    states = np.concatenate([ep.states for ep in grid])
+    varies = states.max(0) > states.min(0)
+    assert np.array_equal(model.integer.numpy(), varies) and model.report.integer_dims == list(np.flatnonzero(varies))
+    replayed, _ = model.model_replay(grid[0].states[0], grid[0].actions)
+    assert np.array_equal(replayed[:, varies], np.round(replayed[:, varies]))
+    plain = G.fit_grounding(load_domain(ENV), ds, CFG)
+    assert not plain.integer[:3].any()  # the hand's coordinates are not integers (0/1 flags are)

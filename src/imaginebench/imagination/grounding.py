@@ -49,7 +49,7 @@ from imaginebench.imagination.filters import honest_ok, states_hold
 
 logger = logging.getLogger(__name__)
 
-CACHE_VERSION = "grounding-v4"
+CACHE_VERSION = "grounding-v5"
 MIN_STD = 1e-6
 """Floor of a normaliser column's std (a constant column is left unscaled in inputs, ~0 in targets)."""
 STATE_SCALE_FLOOR = 1e-2
@@ -187,11 +187,14 @@ class FitReport:
     inverse_val_accuracy: float = math.nan
     """Discrete: held-out accuracy; continuous: share of held-out actions within 0.1 per dimension."""
     threshold: float = math.nan
+    """Peak disagreement allowed in a kept rollout (a quantile of held-out real episodes')."""
     controlled_dims: list[int] = field(default_factory=list)
     """State dimensions the action drives (found from held-out real data)."""
+    integer_dims: list[int] = field(default_factory=list)
+    """State dimensions integer in every real state (and not constant): rounded in model replay
+    (:meth:`Grounding._snap`)."""
     tolerance: list[float] = field(default_factory=list)
     """How far, per controlled dimension, model replay may stray from the imagined path."""
-    """Peak disagreement allowed in a kept rollout (a quantile of held-out real episodes')."""
     holdout_model_replay_success: float = math.nan
     """Share of held-out real (successful) episodes whose actions, model-replayed, reach the goal."""
     holdout_relabel_replay_success: float = math.nan
@@ -222,6 +225,7 @@ class Grounding(nn.Module):
         self.register_buffer("threshold", torch.tensor(math.inf))
         self.register_buffer("controlled", torch.zeros(state_dim, dtype=torch.bool))
         self.register_buffer("tolerance", torch.full((state_dim,), math.inf))
+        self.register_buffer("integer", torch.zeros(state_dim, dtype=torch.bool))
         self.report = FitReport()
 
     # ------------------------------------------------------------------ encodings
@@ -288,11 +292,17 @@ class Grounding(nn.Module):
         history = s.repeat(1, self.cfg.forward_past + 1)
         for t in range(horizon):
             nxt, d = self.predict(history, padded[:, t])
-            s = nxt.mean(0)
+            s = self._snap(nxt.mean(0))
             history = torch.cat([history[:, self.state_dim:], s], dim=1)
             states[:, t + 1] = s.numpy()
             spread[:, t] = d.numpy()
         return [(states[i, :lengths[i] + 1], spread[i, :lengths[i]]) for i in range(n)]
+
+    def _snap(self, states: torch.Tensor) -> torch.Tensor:
+        """Round the dimensions that are integers in every real state and vary (a grid position, a door's state):
+        a fed-back prediction of 2.9 is the 3 the world can hold, and rounding stops small errors compounding
+        over long replays (BabyAI's 128 steps)."""
+        return torch.where(self.integer, states.round(), states) if bool(self.integer.any()) else states
 
     @torch.no_grad()
     def relabel(self, states: np.ndarray) -> np.ndarray:
@@ -327,7 +337,7 @@ class Grounding(nn.Module):
             a = self._inverse_out(window)
             history = torch.cat(states[len(states) - self.cfg.forward_past - 1:])[None]
             nxt, sp = self.predict(history, a)
-            states.append(nxt.mean(0)[0])
+            states.append(self._snap(nxt.mean(0))[0])
             actions.append(a[0])
             spread.append(float(sp[0]))
         out_states = torch.stack(states[k:]).numpy()
@@ -523,6 +533,9 @@ def fit_grounding(domain: Domain, real: EpisodeDataset, cfg: GroundingConfig = G
         for name, value in (("s_mean", s_mean), ("s_std", s_std), ("d_mean", d_mean), ("d_std", d_std),
                             ("d_in", d_in), ("scale", scale)):
             getattr(model, name).copy_(torch.from_numpy(value))
+        # integer-valued and varying in the real data (a constant slot may hold a novel task's coordinate)
+        varies = all_states.max(0) > all_states.min(0)
+        model.integer.copy_(torch.from_numpy(np.all(all_states == np.round(all_states), axis=0) & varies))
         if discrete:
             model.register_action_range(np.zeros(1), np.full(1, action_dim - 1))
         else:
@@ -576,6 +589,7 @@ def fit_grounding(domain: Domain, real: EpisodeDataset, cfg: GroundingConfig = G
         rollout_epochs=roll_epochs, rollout_val_mse=[float(v) for v in roll_val],
         inverse_epochs=inv_epochs, inverse_val_loss=float(inv_val[0]), inverse_val_accuracy=accuracy,
         threshold=float(model.threshold), controlled_dims=[int(i) for i in np.flatnonzero(model.controlled.numpy())],
+        integer_dims=[int(i) for i in np.flatnonzero(model.integer.numpy())],
         tolerance=[float(v) for v in model.tolerance[model.controlled].tolist()], train_episodes=len(train_eps), holdout_episodes=len(hold_eps),
         train_transitions=int(len(s)), seconds=time.perf_counter() - start_time)
     if progress:
