@@ -32,7 +32,7 @@ groups: dict[tuple, list[dict]] = defaultdict(list)
 for path in sorted((Path(args.home) / "runs").rglob("record.json")):
     rec = json.loads(path.read_text())
     if rec.get("profile") == args.profile and rec["data"] in args.data and not rec.get("tag") and (not args.env or rec["env"] in args.env):
-        groups[(rec["env"], rec["level"], rec["algo"])].append(rec)
+        groups[(rec["env"], rec["level"], rec["algo"], rec["data"])].append(rec)
 rows = []
 for key, recs in sorted(groups.items()):
     seeds = sorted(int(r["seed"]) for r in recs)
