@@ -118,7 +118,7 @@ def test_missing_data_names_the_command_that_builds_it(toy_envs):
 def test_spec_validation():
     with pytest.raises(ValueError, match="novel level"):
         RunSpec("Toy-v0", "bc", level="train", data="real-upper-bound")
-    with pytest.raises(ValueError, match="Valid choices: imaginary, imaginary-unfiltered, imaginary-oracle, imaginary-grounded, real, real-upper-bound"):
+    with pytest.raises(ValueError, match="Valid choices: imaginary, imaginary-unfiltered, imaginary-oracle, imaginary-grounded, real, real-retrieval, real-upper-bound"):
         RunSpec("Toy-v0", "bc", data="fake")
     with pytest.raises(ValueError, match="Unknown level"):
         RunSpec("Toy-v0", "bc", level="medium")
