@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from imaginebench.envs.registry import load_domain
+from imaginebench.language import get_encoder
 
 RETRIEVAL_LEVEL = "train"
 """The level whose phrasings instructions are mapped to (the only one a real-only policy has seen)."""
@@ -36,8 +37,6 @@ class NearestTrainInstruction:
 
     def __init__(self, env_id: str, encoder: Any = None) -> None:
         if encoder is None or isinstance(encoder, str):
-            from imaginebench.language import get_encoder
-
             encoder = get_encoder(encoder)
         self.env_id = env_id
         self.encoder = encoder
