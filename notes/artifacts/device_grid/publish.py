@@ -18,7 +18,7 @@ from datetime import date
 from pathlib import Path
 
 from imaginebench.config import get_profile
-from imaginebench.evaluation.published import results_path, rows_from_records
+from imaginebench.evaluation.published import merge_rows, results_path, rows_from_records
 
 COMMAND = "imaginebench train --env {env} --algo {algo} --level {level} --seeds {seeds} --profile {profile}{data_flag} --device cuda"
 
@@ -53,17 +53,11 @@ def main() -> None:
             continue
         rows += rows_from_records(recs, commit=args.commit, command=COMMAND, measured_on=args.measured_on,
                                   machine=args.machine)
-    path = results_path(args.profile)
-    data = json.loads(path.read_text())
-    same = lambda a, b: all(a[k] == b[k] for k in ("env", "level", "algorithm", "data"))  # noqa: E731
+    merge_rows(rows, args.profile, dry_run=args.dry_run)
     for row in rows:
-        data["rows"] = [r for r in data["rows"] if not same(r, row)] + [row]
         print(f"{row['env']} {row['level']} {row['algorithm']} {row['data']}: "
               f"{100 * row['mean']:.1f} ± {100 * (row['std'] or 0):.1f}")
-    if not args.dry_run and rows:
-        path.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"{len(rows)} rows {'(dry run, nothing written)' if args.dry_run else 'written to ' + str(path)}")
-
+    print(f"{len(rows)} rows {'(dry run, nothing written)' if args.dry_run else 'written to ' + str(results_path(args.profile))}")
 
 if __name__ == "__main__":
     main()

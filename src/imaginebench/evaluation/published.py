@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from imaginebench.evaluation.records import train_data_flags
+from imaginebench.fileio import atomic_path
 
 RESULTS_SCHEMA = 1
 DATA_LABELS = {"real": "real only", "imaginary": "real + imaginary (honest)",
@@ -89,6 +90,24 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, comm
                                       seeds=" ".join(map(str, seeds)), profile=profile, data_flag=flag),
         })
     return rows
+
+
+ROW_KEY = ("env", "level", "algorithm", "data")
+"""What makes two published rows the same cell: a new row replaces the old one."""
+
+
+def merge_rows(rows: Iterable[Mapping[str, Any]], profile: str = "small", dry_run: bool = False) -> list[dict[str, Any]]:
+    """Put ``rows`` into the published file of ``profile``, each replacing the row of the same
+    :data:`ROW_KEY`; written atomically (unless ``dry_run``).  Returns the file's rows."""
+    path = results_path(profile)
+    data = json.loads(path.read_text())
+    new = list({tuple(r[k] for k in ROW_KEY): dict(r) for r in rows}.values())  # the last of a key wins
+    keys = {tuple(r[k] for k in ROW_KEY) for r in new}
+    data["rows"] = [r for r in data["rows"] if tuple(r[k] for k in ROW_KEY) not in keys] + new
+    if new and not dry_run:
+        with atomic_path(path, suffix=".json") as tmp:
+            tmp.write_text(json.dumps(data, indent=1) + "\n")
+    return data["rows"]
 
 
 def format_rows(rows: Iterable[Mapping[str, Any]]) -> str:

@@ -1,0 +1,26 @@
+"""``merge_rows``: how a publish script puts measured rows into the published file."""
+
+from __future__ import annotations
+
+import json
+
+import imaginebench.evaluation.published as published
+
+
+def _row(level, data, mean):
+    return {"env": "CLEVR-v0", "level": level, "algorithm": "discrete_bc", "data": data, "mean": mean}
+
+
+def test_a_new_row_replaces_its_cell_and_a_dry_run_writes_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "results-small.json"
+    path.write_text(json.dumps({"profile": "small", "rows": [_row("easy", "real", 0.5), _row("hard", "real", 0.1)]}))
+    monkeypatch.setattr(published, "results_path", lambda profile="small": path)
+    before = path.read_text()
+    rows = published.merge_rows([_row("easy", "real", 0.7)], dry_run=True)
+    assert path.read_text() == before and [r["mean"] for r in rows] == [0.1, 0.7]
+    published.merge_rows([_row("easy", "real", 0.6), _row("easy", "real", 0.7), _row("easy", "real-retrieval", 0.3)])
+    saved = json.loads(path.read_text())
+    assert saved["profile"] == "small"
+    assert [(r["level"], r["data"], r["mean"]) for r in saved["rows"]] == [
+        ("hard", "real", 0.1), ("easy", "real", 0.7), ("easy", "real-retrieval", 0.3)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results-small.json"]  # no temporary file left
