@@ -25,8 +25,8 @@ base = G.load_grounding(env_id, "small")
 cfg0 = base.cfg
 real = load_real(env_id, "train", "small")
 episodes = G._episode_arrays(real)
-train_idx, hold_idx = G._split_episodes(len(episodes), cfg0)
-hold_eps = [episodes[i] for i in hold_idx]
+_, hold_idx = G._split_episodes(len(episodes), cfg0)
+_, hold_eps = G.fit_episodes(episodes, cfg0)
 ep_objs = [ep for ep in real if len(ep) > 0]
 hold_success = [ep_objs[i] for i in hold_idx if bool(np.any(ep_objs[i].successes))]
 
@@ -71,13 +71,7 @@ def refit_inverse(model, past, future):
     m.register_action_range(model.a_low.numpy(), model.a_high.numpy())
     state = {k: v for k, v in model.state_dict().items() if not k.startswith("inverse_net.")}
     m.load_state_dict(state, strict=False)
-    budget, chosen = cfg.max_transitions, []
-    for i in np.random.default_rng(cfg.seed + 1).permutation(train_idx):
-        if budget <= 0:
-            break
-        chosen.append(int(i))
-        budget -= len(episodes[i][1])
-    tr = [episodes[i] for i in sorted(chosen)]
+    tr, _ = G.fit_episodes(episodes, cfg)
     t = torch.as_tensor
     w = np.concatenate([G.inverse_inputs(e[0], past, future) for e in tr])
     a = np.concatenate([e[1] for e in tr])

@@ -379,6 +379,20 @@ def _split_episodes(n: int, cfg: GroundingConfig) -> tuple[np.ndarray, np.ndarra
     return np.sort(order[n_hold:]), np.sort(order[:n_hold])
 
 
+def fit_episodes(episodes: list[tuple[np.ndarray, np.ndarray]], cfg: GroundingConfig
+                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[tuple[np.ndarray, np.ndarray]]]:
+    """The episodes a fit trains on (whole episodes in a seeded order, up to ``max_transitions``) and
+    the held-out ones (early stopping, calibration)."""
+    train_idx, hold_idx = _split_episodes(len(episodes), cfg)
+    budget, chosen = cfg.max_transitions, []
+    for i in np.random.default_rng(cfg.seed + 1).permutation(train_idx):
+        if budget <= 0:
+            break
+        chosen.append(int(i))
+        budget -= len(episodes[i][1])
+    return [episodes[i] for i in sorted(chosen)], [episodes[i] for i in hold_idx]
+
+
 def _train(net: _Members, x: torch.Tensor, y: torch.Tensor, xv: torch.Tensor, yv: torch.Tensor,
            loss_fn: Any, cfg: GroundingConfig, gen: torch.Generator, name: str = "") -> tuple[int, torch.Tensor]:
     """Adam on every member (each on its own shuffle); stop after ``patience`` epochs without a 1%
@@ -504,16 +518,7 @@ def fit_grounding(domain: Domain, real: EpisodeDataset, cfg: GroundingConfig = G
         torch.manual_seed(cfg.seed)
         gen = torch.Generator().manual_seed(cfg.seed)
         model = Grounding(domain.state_dim, action_dim, discrete, cfg)
-        train_idx, hold_idx = _split_episodes(len(episodes), cfg)
-        budget = cfg.max_transitions
-        chosen = []
-        for i in np.random.default_rng(cfg.seed + 1).permutation(train_idx):
-            if budget <= 0:
-                break
-            chosen.append(int(i))
-            budget -= len(episodes[i][1])
-        train_eps = [episodes[i] for i in sorted(chosen)]
-        hold_eps = [episodes[i] for i in hold_idx]
+        train_eps, hold_eps = fit_episodes(episodes, cfg)
 
         def table(eps: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
             s = np.concatenate([e[0][:-1] for e in eps])
