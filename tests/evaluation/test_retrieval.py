@@ -135,3 +135,17 @@ def test_the_training_variant_needs_a_novel_level():
     spec = RunSpec(ENV, "bc", level="rephrase", data="real-retrieval")
     assert spec.data_tag == "real-retrieval"
     assert train_data_flags("real-retrieval", "rephrase") == " --real-only --retrieval"
+
+
+def test_retrieval_with_the_upper_bound_or_at_train_is_a_one_line_error():
+    from typer.testing import CliRunner
+
+    from imaginebench.cli import app
+
+    runner = CliRunner()
+    both = runner.invoke(app, ["train", "--env", ENV, "--algo", "bc", "--level", "rephrase", "--retrieval",
+                               "--real-upper-bound", "--profile", "tiny"])
+    assert both.exit_code != 0 and both.output.count("\n") == 1 and "--retrieval" in both.output
+    at_train = runner.invoke(app, ["train", "--env", ENV, "--algo", "bc", "--level", "train", "--retrieval",
+                                   "--profile", "tiny"])
+    assert at_train.exit_code != 0 and at_train.output.count("\n") == 1 and "novel level" in at_train.output
