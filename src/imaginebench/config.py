@@ -59,7 +59,8 @@ class Profile:
             from the card's real size.
         real_episodes / imaginary_episodes / upper_bound_episodes: explicit sizes per env id
             that take the place of the scaled ones (e.g. a plugin domain without a paper size).
-        train_steps: gradient steps per offline RL run.
+        train_steps: gradient steps per offline RL run (a domain card may choose its own:
+            :meth:`steps_for`).
         checkpoint_every: steps between checkpoints (each checkpoint is evaluated).
         eval_episodes_per_task: evaluation episodes per task and checkpoint.
         batch_size: offline RL batch size.
@@ -101,24 +102,38 @@ class Profile:
 
     def episodes(self, env_id: str, source: str, level: str) -> int:
         """Number of episodes of ``source`` (real/imaginary) data for ``env_id`` at ``level``: the
-        explicit size if the profile has one, else the domain card's paper size scaled (a domain
-        without either, e.g. a plugin's, is a one-line error)."""
+        explicit size if the profile has one, else the size the domain card chose for this profile
+        (``Domain.profile_sizes``), else the card's paper size scaled (a domain without any, e.g.
+        a plugin's, is a one-line error)."""
         from imaginebench.envs.registry import domain_class, env_spec
 
         env_id = env_spec(env_id).env_id
         if source == "imaginary":
-            explicit, scale, key = self.imaginary_episodes.get(env_id, {}).get(level), self.imaginary, level
+            explicit, scale, key, card_key = (self.imaginary_episodes.get(env_id, {}).get(level), self.imaginary,
+                                              level, level)
         elif level == "train":
-            explicit, scale, key = self.real_episodes.get(env_id), self.real, "real"
+            explicit, scale, key, card_key = self.real_episodes.get(env_id), self.real, "real", "real"
         else:
-            explicit, scale, key = self.upper_bound_episodes.get(env_id), self.upper_bound, "real"
+            explicit, scale, key, card_key = (self.upper_bound_episodes.get(env_id), self.upper_bound, "real",
+                                              "upper_bound")
         if explicit is not None:
             return int(explicit)
+        chosen = domain_class(env_id).profile_sizes.get(self.name, {}).get(card_key)
+        if chosen is not None:
+            return int(chosen)
         paper = domain_class(env_id).paper_episodes.get(key)
         if paper is None:
             raise UsageError(f"The {self.name} profile has no {source} {level} episode count for {env_id}; give "
                              f"--episodes N.")
         return scale.of(paper)
+
+    def steps_for(self, env_id: str) -> int:
+        """Offline RL gradient steps of a run on ``env_id``: the domain card's choice for this
+        profile (``Domain.profile_sizes[...]["train_steps"]``), else the profile's ``train_steps``."""
+        from imaginebench.envs.registry import domain_class, env_spec
+
+        chosen = domain_class(env_spec(env_id).env_id).profile_sizes.get(self.name, {}).get("train_steps")
+        return self.train_steps if chosen is None else int(chosen)
 
 
 PROFILES: dict[str, Profile] = {

@@ -83,3 +83,25 @@ def test_cuda_without_a_gpu_is_one_line(runner, toy_envs, data_home):
     result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "discrete_bc", "--device", "cuda", *FAST])
     assert result.exit_code != 0 and "no CUDA device here; use --device cpu" in error_line(result)
     assert not (data_home / "runs/Toy-v0/tiny/train/real/discrete_bc/seed0").exists()
+
+
+def test_baselines_train_once_per_seed_and_write_every_real_data_cell(runner, toy_envs, data_home):
+    build_toy_data("Toy-v0", ("train",), episodes=20)
+    result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--seeds", "0", "--baselines", *FAST])
+    assert result.exit_code == 0, result.output
+    cells = sorted(str(p.parent.parent.parent.relative_to(data_home / "runs/Toy-v0/tiny"))
+                   for p in data_home.glob("runs/Toy-v0/tiny/*/*/discrete_bc/seed0/record.json"))
+    assert cells == ["easy/real", "easy/real-retrieval", "hard/real", "hard/real-retrieval", "rephrase/real",
+                     "rephrase/real-retrieval", "train/real"]
+    timings = {c: json.loads((data_home / "runs/Toy-v0/tiny" / c / "discrete_bc/seed0/record.json").read_text())
+               ["timing"] for c in cells}
+    assert "trained_with" not in timings["train/real"]
+    assert all(timings[c]["trained_with"] == "train/real" for c in cells if c != "train/real")
+    assert result.output.count("seed 0") == 7
+
+
+def test_baselines_refuse_a_level_or_another_data_variant(runner, toy_envs):
+    for extra in (["--level", "easy"], ["--real-upper-bound"], ["--imaginary", "unfiltered"]):
+        result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--baselines", *extra, *FAST])
+        assert result.exit_code == 2, extra
+        assert "--baselines trains on real data and covers every level itself" in error_line(result)

@@ -59,6 +59,9 @@ def train(
     retrieval: bool = typer.Option(False, "--retrieval", help="The retrieval baseline: train on real data only and "
                                    "evaluate the novel level with each instruction replaced by its nearest train "
                                    "phrasing under the encoder (reads no novel-level data)."),
+    baselines: bool = typer.Option(False, "--baselines", help="The real-data baselines in one go: the train level, "
+                                   "and real only and retrieval on every novel level, from one training per seed "
+                                   "(each writes its own record, equal to training it alone)."),
     imaginary: str = typer.Option("honest", "--imaginary", help="Which imaginary data: honest (default: kept by "
                                   "the domain's pure success + legality functions), unfiltered, oracle (also "
                                   "checked against the simulator: a diagnostic), or grounded (actions checked "
@@ -89,6 +92,8 @@ def train(
 
     Runs resume from their last checkpoint; finished runs are skipped.  Seeds of the algorithms
     that have a stacked trainer train together in one process (--no-stack: one at a time).
+    Real-only runs that would train the same network (--baselines, or a level's real only and
+    retrieval) train it once and each write their own record.
     """
     from imaginebench.config import get_profile
     from imaginebench.training import RunSpec
@@ -113,10 +118,21 @@ def train(
         raise choice_error("--imaginary", imaginary, IMAGINARY_VARIANTS)
     data = ("real-upper-bound" if real_upper_bound else "real-retrieval" if retrieval else "real" if real_only else
             "imaginary" if imaginary == "honest" else f"imaginary-{imaginary}")
-    specs = [RunSpec(env, algo, level=level, seed=s, profile=profile, data=data, mix_ratio=mix_ratio,
+    if baselines:
+        if data != "imaginary" or level != "train":
+            raise UsageError("--baselines trains on real data and covers every level itself; drop --level, "
+                             "--real-only, --retrieval, --real-upper-bound and --imaginary.")
+        from imaginebench.envs.registry import load_domain
+
+        domain = load_domain(env)
+        novel = [lv for lv in ("rephrase", "easy", "hard") if lv == "rephrase" or domain.tasks(lv)]
+        cells = [("train", "real"), *((lv, d) for lv in novel for d in ("real", "real-retrieval"))]
+    else:
+        cells = [(level, data)]
+    specs = [RunSpec(env, algo, level=lv, seed=s, profile=profile, data=d, mix_ratio=mix_ratio,
                      encoder=encoder, standardize=standardize, train_steps=steps, checkpoint_every=checkpoint_every,
                      eval_episodes_per_task=eval_episodes, batch_size=batch_size,
-                     algo_options=_algo_options(set_ or []), tag=tag) for s in seed_list]
+                     algo_options=_algo_options(set_ or []), tag=tag) for s in seed_list for lv, d in cells]
     if not (device == "cpu" or device.startswith("cpu:") or device.startswith("cuda")):
         raise UsageError(f"Unknown --device {device!r}; use cpu or cuda (cuda:N for another GPU).")
     device = {"cpu": "cpu:0", "cuda": "cuda:0"}.get(device, device)

@@ -203,6 +203,12 @@ class Domain(abc.ABC):
     paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType({})
     """The paper's dataset sizes (rollouts): ``"real"`` and one per novel level (imaginary);
     the profiles scale them (:mod:`imaginebench.config`).  Empty: sizes must be given."""
+    profile_sizes: ClassVar[Mapping[str, Mapping[str, int]]] = MappingProxyType({})
+    """Sizes a profile takes from this card instead of scaling the paper's: ``{profile name:
+    {key: n}}``, keys ``real`` (real train episodes), ``upper_bound`` (expert episodes of a novel
+    level), ``rephrase``/``easy``/``hard`` (imaginary episodes) and ``train_steps`` (offline RL
+    gradient steps).  Each entry is chosen by a measured learning curve named next to it; the
+    profile's explicit per-env sizes still come first (:meth:`imaginebench.config.Profile.episodes`)."""
     paper_quality: ClassVar[Mapping[str, tuple[float, float, float]]] = MappingProxyType({})
     """The original paper's quality of its imagined rollouts per novel level (consistency,
     transition, legality), shown beside ours in the report; empty where it published none."""

@@ -98,6 +98,8 @@ class _Run:
     resumed_from: int = 0
     elapsed: dict[str, float] = field(default_factory=lambda: {"train": 0.0, "eval": 0.0})
     engine: dict[str, Any] = field(default_factory=dict)
+    followers: list["_Run"] = field(default_factory=list)
+    """Runs whose training is this run's (:func:`training_key`): they only evaluate and save."""
     batch: int = 0
     """Transitions (or windows) per gradient step: the config's ``batch_size`` if it sets one, else
     the run's (profile or ``--batch-size``)."""
@@ -171,20 +173,47 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
     return run
 
 
+def training_key(spec: RunSpec, algo_name: str) -> tuple[Any, ...] | None:
+    """What makes two runs' training identical, or ``None`` for a run that trains on more than the
+    real train data.  Real-only runs (any level, with or without retrieval) with equal keys train
+    the same network on the same batches and differ only in what they evaluate, so one of them
+    trains and the others follow it (:func:`train_seeds`)."""
+    if spec.data_tag not in ("real", "real-retrieval"):
+        return None
+    return (spec.env_id, algo_name, spec.tag, spec.profile_name, spec.seed, repr(spec.settings()))
+
+
+def _evaluate(run: _Run, policy: Any, done: dict[tuple[str, bool], dict[str, Any]]) -> dict[str, Any]:
+    """``run``'s evaluations of ``policy``, each (level, retrieval or not) computed once per
+    checkpoint across a run and its followers (same seed, so the same episodes)."""
+    out = {}
+    for lv, evaluator in run.evaluators.items():
+        key = (lv, evaluator.retrieve is not None)
+        if key not in done:
+            done[key] = evaluator(policy).to_dict()
+        out[lv] = done[key]
+    return out
+
+
 def _checkpoint(run: _Run, loss: dict[str, float], torch_rng,
                 on_checkpoint: Callable[[int, dict[str, Any]], None] | None) -> dict[str, Any]:
-    """Evaluate ``run`` at its current step, append to its curve and save its checkpoint."""
-    t0 = time.perf_counter()
-    entry: dict[str, Any] = {"step": run.step, "loss": {k: float(v) for k, v in loss.items()}}
+    """Evaluate ``run`` (and its followers) at its current step, append to the curves and save
+    the checkpoints."""
     policy = d3rlpy_policy(run.algo)
-    for lv, evaluator in run.evaluators.items():
-        entry[lv] = evaluator(policy).to_dict()
-    run.elapsed["eval"] += time.perf_counter() - t0
-    run.curve.append(entry)
-    run.folder.save_checkpoint(_checkpoint_state(run, torch_rng))
-    if on_checkpoint is not None:
-        on_checkpoint(run.step, entry)
-    return entry
+    done: dict[tuple[str, bool], dict[str, Any]] = {}
+    for member in (run, *run.followers):
+        t0 = time.perf_counter()
+        member.step, member.elapsed["train"] = run.step, run.elapsed["train"]
+        entry: dict[str, Any] = {"step": run.step, "loss": {k: float(v) for k, v in loss.items()},
+                                 **_evaluate(member, policy, done)}
+        member.elapsed["eval"] += time.perf_counter() - t0
+        member.curve.append(entry)
+        member.folder.save_checkpoint(_checkpoint_state(member, torch_rng))
+        if member is run:
+            first = entry
+    if on_checkpoint is not None:  # after every member's checkpoint is saved
+        on_checkpoint(run.step, first)
+    return first
 
 
 @contextmanager
@@ -310,20 +339,44 @@ def stackable(runs: list[_Run]) -> bool:
     return all(key(r) == key(first) for r in runs)
 
 
+def _carrier_for(run: _Run, carriers: list[_Run]) -> _Run | None:
+    """The run among ``carriers`` whose training ``run`` can share (same :func:`training_key`,
+    same step), if any."""
+    key = training_key(run.spec, run.algo_spec.name)
+    if key is None:
+        return None
+    for carrier in carriers:
+        if training_key(carrier.spec, carrier.algo_spec.name) == key and carrier.step == run.step:
+            return carrier
+    return None
+
+
+def _follow(run: _Run, carrier: _Run) -> None:
+    """Make ``run`` evaluate ``carrier``'s network instead of training its own: its checkpoints then
+    hold exactly what its own training would have saved (model, sampler and torch streams)."""
+    run.algo, run.source, run.generator = carrier.algo, carrier.source, carrier.generator
+    carrier.followers.append(run)
+
+
 def train_seeds(specs: list[RunSpec], *, stack: bool = True, device: str = "cpu:0", progress: bool = True,
                 encoder: Any = None, env_factory: Callable[[str], Any] | None = None,
-                on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None) -> list[RunResult]:
+                on_checkpoint: Callable[[int, dict[str, Any]], None] | None = None,
+                share: bool = True) -> list[RunResult]:
     """Train and evaluate several runs (usually seeds of one setting), resuming or skipping each.
 
     With ``stack`` (the default), unfinished runs that differ only in their seed and whose
     algorithm has a stacked trainer (:data:`imaginebench.algos.vectorised.STACKED`) train
     together in one process with stacked parameters — each seed's numbers equal those of
     training it alone, within float tolerance.  Runs resumed at different steps, and the other
-    algorithms, train one after another through d3rlpy's update.
+    algorithms, train one after another through d3rlpy's update.  With ``share`` (the default),
+    real-only runs of several levels or of the retrieval baseline that would train the same
+    network (:func:`training_key`) train it once: the others evaluate it at every checkpoint and
+    write their own checkpoints and records, equal to those of training alone.
 
     Args:
         specs: the runs.
         stack: train fitting seeds together.
+        share: train identical real-only trainings once.
         device: torch device (``"cpu:0"``, ``"cuda:0"``): networks, data and sampling live there.
         progress, encoder, env_factory, on_checkpoint: as for :func:`train`.
     """
@@ -345,8 +398,17 @@ def train_seeds(specs: list[RunSpec], *, stack: bool = True, device: str = "cpu:
                 results[i] = prepared
             else:
                 pending.append((i, prepared))
-        groups: list[list[tuple[int, _Run]]] = []
+        carriers: list[tuple[int, _Run]] = []
+        followers: list[tuple[int, _Run]] = []
         for item in pending:
+            carrier = _carrier_for(item[1], [r for _, r in carriers]) if share else None
+            if carrier is None:
+                carriers.append(item)
+            else:
+                _follow(item[1], carrier)
+                followers.append(item)
+        groups: list[list[tuple[int, _Run]]] = []
+        for item in carriers:
             for group in groups:
                 if stack and stackable([group[0][1], item[1]]):
                     group.append(item)
@@ -362,6 +424,10 @@ def train_seeds(specs: list[RunSpec], *, stack: bool = True, device: str = "cpu:
             for i, run in group:
                 run.close()
                 results[i] = _finish(run, env_factory)
+                for follower in run.followers:
+                    follower.engine = {**run.engine, "trained_with": f"{run.spec.level}/{run.spec.data_tag}"}
+                    follower.close()
+                    results[next(j for j, r in followers if r is follower)] = _finish(follower, env_factory)
     finally:
         for _, run in pending:
             run.close()

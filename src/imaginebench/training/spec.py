@@ -105,7 +105,7 @@ class RunSpec:
 
     @property
     def steps(self) -> int:
-        return self.train_steps or self.profile_obj.train_steps
+        return self.train_steps or self.profile_obj.steps_for(self.env_id)
 
     @property
     def every(self) -> int:
