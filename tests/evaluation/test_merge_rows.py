@@ -24,3 +24,26 @@ def test_a_new_row_replaces_its_cell_and_a_dry_run_writes_nothing(tmp_path, monk
     assert [(r["level"], r["data"], r["mean"]) for r in saved["rows"]] == [
         ("hard", "real", 0.1), ("easy", "real", 0.7), ("easy", "real-retrieval", 0.3)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results-small.json"]  # no temporary file left
+
+
+def test_a_row_measured_before_its_domain_was_resized_is_marked(monkeypatch):
+    from types import MappingProxyType
+
+    from imaginebench.config import get_profile
+    from imaginebench.domains.clevr.domain import ClevrDomain
+
+    real = get_profile("small").episodes("CLEVR-v0", "real", "train")
+    row = {**_row("easy", "real", 0.5), "data_label": "real only", "n": 3, "std": 0.1, "normalised": 40.0,
+           "steps": 20000, "real_episodes": real, "version": "0.1.0", "commit": "abcdef0"}
+    assert published.is_current(row) and "older sizes" not in published.format_rows([row])
+    monkeypatch.setattr(ClevrDomain, "profile_sizes", MappingProxyType({"small": {"real": 2 * real}}))
+    assert not published.is_current(row)
+    assert f"(real {real}, 20000 steps: older sizes)" in published.format_rows([row])
+    assert published.is_current({**row, "real_episodes": 2 * real})
+    assert not published.is_current({**row, "real_episodes": 2 * real, "steps": 5000})
+
+
+def test_every_published_row_names_its_real_data_size():
+    rows = published.reference_results(profile="small")
+    assert rows and all(isinstance(r["real_episodes"], int) and r["real_episodes"] > 0 for r in rows)
+    assert all(r["profile"] == "small" for r in rows)

@@ -38,9 +38,10 @@ def reference_results(env_id: str | None = None, profile: str = "small", *, leve
                       algorithm: str | None = None) -> list[dict[str, Any]]:
     """The published rows of ``profile`` (``[]`` where none were measured), optionally of one
     environment, level or algorithm.  Each row: ``env, level, algorithm, data, data_label,
-    seeds, n, mean, std, normalised, steps, eval_episodes_per_task, version, commit, command,
-    measured_on, machine``; ``mean``/``std`` are success rates in [0, 1] (std over seeds, ddof 1;
-    ``None`` for one seed)."""
+    seeds, n, mean, std, normalised, steps, real_episodes, eval_episodes_per_task, version, commit,
+    command, measured_on, machine, profile``; ``mean``/``std`` are success rates in [0, 1] (std over
+    seeds, ddof 1; ``None`` for one seed).  A row measured before its domain was resized stays,
+    with its sizes; :func:`is_current` tells it apart."""
     from imaginebench.config import get_profile
     from imaginebench.envs.registry import env_spec
 
@@ -49,7 +50,7 @@ def reference_results(env_id: str | None = None, profile: str = "small", *, leve
     if not path.exists():
         return []
     data = json.loads(path.read_text())
-    rows = data.get("rows", [])
+    rows = [{**r, "profile": name} for r in data.get("rows", [])]
     if env_id is not None:
         env_id = env_spec(env_id).env_id
         rows = [r for r in rows if r["env"] == env_id]
@@ -81,7 +82,7 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, comm
             "seeds": seeds, "n": len(recs), "mean": float(scores.mean()),
             "std": float(scores.std(ddof=1)) if len(recs) > 1 else None,
             "normalised": (float(np.mean(normalised)) if all(v is not None for v in normalised) else None),
-            "steps": int(recs[0]["steps"]), "eval_episodes_per_task": int(recs[0]["eval"]["episodes_per_task"])
+            "steps": int(recs[0]["steps"]), "real_episodes": _real_episodes(recs[0]), "eval_episodes_per_task": int(recs[0]["eval"]["episodes_per_task"])
             if isinstance(recs[0].get("eval"), dict) and "episodes_per_task" in recs[0]["eval"]
             else int(recs[0]["settings"]["eval_episodes_per_task"]),
             "version": recs[0]["versions"]["imaginebench"], "commit": commit, "measured_on": measured_on,
@@ -90,6 +91,28 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, comm
                                       seeds=" ".join(map(str, seeds)), profile=profile, data_flag=flag),
         })
     return rows
+
+
+def _real_episodes(record: Mapping[str, Any]) -> int | None:
+    """Real train episodes the run trained on (its ``real`` source), ``None`` if it names none."""
+    for source in record.get("sources", []):
+        if source.get("name") == "real":
+            return int(source["episodes"])
+    return None
+
+
+def is_current(row: Mapping[str, Any]) -> bool:
+    """Whether ``row`` was measured at its profile's present sizes (real train episodes and
+    gradient steps, :meth:`imaginebench.config.Profile.episodes` / ``steps_for``): a domain resized
+    after a row was published leaves that row standing, marked as measured at the old size."""
+    from imaginebench.config import get_profile
+
+    prof = get_profile(row.get("profile", "small"))
+    try:
+        real, steps = prof.episodes(row["env"], "real", "train"), prof.steps_for(row["env"])
+    except (KeyError, ValueError):  # an env this install does not know
+        return True
+    return row.get("real_episodes") in (None, real) and int(row["steps"]) == steps
 
 
 ROW_KEY = ("env", "level", "algorithm", "data")
@@ -117,6 +140,7 @@ def format_rows(rows: Iterable[Mapping[str, Any]]) -> str:
     for r in rows:
         spread = f" ± {100 * r['std']:.1f}" if r.get("std") is not None else ""
         norm = f"{r['normalised']:.0f}" if r.get("normalised") is not None else "–"
-        lines.append(f"| {r['env']} | {r['level']} | {r['algorithm']} | {r['data_label']} | {r['n']} | "
+        old = "" if is_current(r) else f" (real {r.get('real_episodes')}, {r['steps']} steps: older sizes)"
+        lines.append(f"| {r['env']} | {r['level']} | {r['algorithm']} | {r['data_label']}{old} | {r['n']} | "
                      f"{100 * r['mean']:.1f}{spread} | {norm} | {r['version']} ({r['commit'][:7]}) |")
     return "\n".join(lines)
