@@ -246,3 +246,15 @@ def test_the_domain_card_caps_the_environments_an_evaluator_opens(toy_envs, monk
     monkeypatch.setattr(ToyDomain, "eval_envs", 2)
     capped = Evaluator("Toy-v0", "train", episodes_per_task=3, seed=5, encoder=HashEncoder(), pool=6)
     assert capped(always_right) == expected and len(capped._envs) == 2
+
+
+def test_real_data_of_another_size_than_the_profiles_is_named(toy_data, caplog, monkeypatch):
+    import logging
+
+    from imaginebench.config import PROFILES
+
+    monkeypatch.setitem(PROFILES["tiny"].real_episodes, "Toy-v0", 200)
+    with caplog.at_level(logging.WARNING, logger="imaginebench.training"):
+        train(RunSpec("Toy-v0", "bc", level="easy", data="real", **SMALL), progress=False)
+    assert ("Toy-v0's real train data holds 30 episodes; the tiny profile uses 200" in caplog.text
+            and "imaginebench data collect --env Toy-v0 --level train --profile tiny --overwrite" in caplog.text)

@@ -4,9 +4,13 @@ of every batch."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from imaginebench.errors import UsageError
 from imaginebench.training.spec import IMAGINARY_DATA, RunSpec
+
+logger = logging.getLogger("imaginebench.training")
 
 
 def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, float], list[dict[str, Any]]]:
@@ -18,6 +22,7 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
                                        load_imaginary, load_real, reference_available)
 
     real = load_real(env_id, "train", spec.profile)
+    _warn_if_resized(real, env_id, spec)
     sources = {"real": real}
     described = [("real", "real", "train")]
     paths = {"real": str(dataset_path(env_id, "real", "train", spec.profile))}
@@ -51,3 +56,21 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
                 if source == "imaginary" else {})}
             for name, source, level in described]
     return sources, weights, info
+
+
+def _warn_if_resized(real: Any, env_id: str, spec: RunSpec) -> None:
+    """Say so when the real train set on disk is not the profile's size (collected with
+    ``--episodes``, or before the domain's card resized the profile): the run trains on what is
+    there and its record names that size, but it is then not comparable with the published rows."""
+    from imaginebench.data.hub import collect_command
+
+    try:
+        wanted = spec.profile_obj.episodes(env_id, "real", "train")
+    except UsageError:  # a domain without a size for this profile (a plugin's): nothing to compare with
+        return
+    if len(real) != wanted:
+        logger.warning(
+            "%s's real train data holds %d episodes; the %s profile uses %d (published rows are measured at that "
+            "size). Rebuild it with: %s --overwrite", env_id, len(real), spec.profile_name, wanted,
+            collect_command(env_id, "train", spec.profile))
+
