@@ -36,6 +36,12 @@ class BabyAIDomain(Domain):
     paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType(
         {"real": 19_200, "rephrase": 19_200, "easy": 18_000, "hard": 18_000})
     """The paper's dataset sizes (docs/benchmark.md §3.6): real rollouts and imaginary rollouts per level."""
+    profile_sizes: ClassVar[Mapping[str, Mapping[str, int]]] = MappingProxyType(
+        {"small": MappingProxyType({"real": 19_200, "train_steps": 40_000})})
+    """``small`` learns the train level only at the paper's real size and twice the usual steps
+    (DiscreteBC, 3 seeds, train-level success at 20,000 steps, last-five mean: 1,920 episodes 52%,
+    6,400 75%, 19,200 80% and still rising, 82-89% at the last checkpoint); notes/babyai.md
+    "Learning curve" (session 40)."""
 
     def __init__(self) -> None:
         super().__init__()
