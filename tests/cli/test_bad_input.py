@@ -349,6 +349,11 @@ CASES = [
     Case("bench: cpus with an address", [*BENCH, "--cpus", "1", "--address", "auto"], 2,
          "--cpus sizes a local Ray instance"),
     Case("bench: zero steps", [*BENCH, "--steps", "0"], 2, "must be positive"),
+    Case("train: --baselines with a level", [*TOY, *TRAIN_FAST, "--baselines", "--level", "easy"], 2,
+         "--baselines trains on real data and covers every level itself"),
+    Case("results: unknown level", ["results", "--level", "medium"], 2, "Unknown level 'medium'"),
+    Case("results: unknown data variant", ["results", "--data", "fake"], 2, "Unknown training data variant 'fake'"),
+    Case("results: unknown algorithm", ["results", "--algo", "ppo"], 2, "Unknown algorithm 'ppo'"),
     Case("train: zero threads", [*TOY, *TRAIN_FAST, "--threads", "0"], 2, "--threads must be at least 1"),
     Case("train: a thread storm", [*TOY, *TRAIN_FAST, "--threads", "100000"], 2, "--threads must be at most"),
     Case("train: negative evaluation episodes", [*TOY, *TRAIN_FAST, "--eval-episodes", "-2"], 2, "must be positive"),
@@ -749,3 +754,8 @@ def test_following_the_advice_gets_past_the_error(name, template, tmp_path, monk
     code = run_app(retry)
     err = capsys.readouterr().err
     assert code == 0, f"after following {line!r}: {err}"
+
+
+def test_the_readme_states_the_tables_size():
+    found = re.search(r"The table of bad inputs the tests\s+run \((\d+) cases", (ROOT / "README.md").read_text())
+    assert found and int(found.group(1)) == len(CASES), "update the README's count of bad-input cases"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from imaginebench.cli import (  # noqa: F401  (register commands)
-    bench, calibrate, data, embed, envs, experts, finetune, imagine, report, train,
+    bench, calibrate, data, embed, envs, experts, finetune, imagine, report, results, train,
 )
 from imaginebench.cli.common import app, run_app
 

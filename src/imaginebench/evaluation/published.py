@@ -35,30 +35,59 @@ def results_path(profile: str = "small") -> Path:
 
 
 def reference_results(env_id: str | None = None, profile: str = "small", *, level: str | None = None,
-                      algorithm: str | None = None) -> list[dict[str, Any]]:
+                      algorithm: str | None = None, data: str | None = None) -> list[dict[str, Any]]:
     """The published rows of ``profile`` (``[]`` where none were measured), optionally of one
-    environment, level or algorithm.  Each row: ``env, level, algorithm, data, data_label,
-    seeds, n, mean, std, normalised, steps, real_episodes, eval_episodes_per_task, version, commit,
-    command, measured_on, machine, profile``; ``mean``/``std`` are success rates in [0, 1] (std over
-    seeds, ddof 1; ``None`` for one seed).  A row measured before its domain was resized stays,
-    with its sizes; :func:`is_current` tells it apart."""
+    environment, level, algorithm or training-data variant, sorted by env, level, algorithm and
+    data.  Each row: ``env, level, algorithm, data, data_label, seeds, n, mean, std, normalised,
+    steps, real_episodes, eval_episodes_per_task, version, commit, command, measured_on, machine,
+    profile``; ``mean``/``std`` are success rates in [0, 1] (std over seeds, ddof 1; ``None`` for
+    one seed).  A row measured before its domain was resized stays, with its sizes;
+    :func:`is_current` tells it apart.
+
+    Level names are case-insensitive; ``algorithm`` is resolved per domain as ``train`` does
+    (``bc`` is ``discrete_bc`` on a discrete domain); an unknown env id, profile, level, algorithm
+    or data variant is a one-line error naming the valid values."""
+    from imaginebench.algos.registry import get_spec
     from imaginebench.config import get_profile
+    from imaginebench.domains.base import LEVELS, check_level
     from imaginebench.envs.registry import env_spec
+    from imaginebench.errors import choice_error
 
     name = get_profile(profile).name
+    if level is not None:
+        level = check_level(str(level).strip().lower())
+    if data is not None and data not in DATA_LABELS:
+        raise choice_error("training data variant", data, tuple(DATA_LABELS))
+    if algorithm is not None:
+        algorithm = str(algorithm).strip().lower()
+        get_spec(algorithm)  # an unknown name is a one-line error listing the algorithms
+    if env_id is not None:
+        env_id = env_spec(env_id).env_id
     path = results_path(name)
     if not path.exists():
         return []
-    data = json.loads(path.read_text())
-    rows = [{**r, "profile": name} for r in data.get("rows", [])]
-    if env_id is not None:
-        env_id = env_spec(env_id).env_id
-        rows = [r for r in rows if r["env"] == env_id]
-    if level is not None:
-        rows = [r for r in rows if r["level"] == level]
-    if algorithm is not None:
-        rows = [r for r in rows if r["algorithm"] == algorithm]
-    return [dict(r) for r in rows]
+    rows = [{**r, "profile": name} for r in json.loads(path.read_text()).get("rows", [])]
+    rows = [r for r in rows if (env_id is None or r["env"] == env_id) and (level is None or r["level"] == level)
+            and (data is None or r["data"] == data)
+            and (algorithm is None or _algorithm_matches(algorithm, r["algorithm"].partition("@")[0], r["env"]))]
+    order = {lv: i for i, lv in enumerate(LEVELS)}
+    kinds = {d: i for i, d in enumerate(DATA_LABELS)}
+    return sorted(rows, key=lambda r: (r["env"], order.get(r["level"], 9), r["algorithm"], kinds.get(r["data"], 99)))
+
+
+def _algorithm_matches(asked: str, row_algorithm: str, env_id: str) -> bool:
+    """Whether a row's algorithm is what ``asked`` runs on ``env_id`` (``bc`` on a discrete domain
+    is ``discrete_bc``), as :func:`imaginebench.algos.registry.resolve` decides for ``train``."""
+    from imaginebench.algos.registry import resolve
+    from imaginebench.envs.registry import domain_class
+    from imaginebench.errors import UsageError
+
+    if asked == row_algorithm:
+        return True
+    try:
+        return resolve(asked, bool(domain_class(env_id).discrete_actions)).name == row_algorithm
+    except (UsageError, KeyError):  # does not fit the domain, or a domain this install lacks
+        return False
 
 
 def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, command: str, measured_on: str,

@@ -1,0 +1,40 @@
+"""``imaginebench results``: the published rows, without running anything."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from imaginebench.cli.common import PROFILE_HELP, app, friendly
+
+
+@app.command()
+@friendly
+def results(
+    env: Optional[str] = typer.Option(None, "--env", help="Only this environment, e.g. CLEVR-v0."),
+    level: Optional[str] = typer.Option(None, "--level", help="Only this level: train, rephrase, easy or hard."),
+    algo: Optional[str] = typer.Option(None, "--algo", help="Only this algorithm (bc means discrete_bc on a "
+                                       "discrete domain, as in train)."),
+    data: Optional[str] = typer.Option(None, "--data", help="Only this training data: real, real-retrieval, "
+                                       "imaginary, imaginary-unfiltered, imaginary-oracle, imaginary-grounded, "
+                                       "real-upper-bound."),
+    profile: Optional[str] = typer.Option("small", "--profile", help=PROFILE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (every field, command included)."),
+) -> None:
+    """The published rows shipped with the package (imaginebench.reference_results) as a table:
+    success over seeds (mean ± std), normalised score (0 chance, 100 expert), and the version and
+    commit that measured them; rows measured at a domain's older sizes say so."""
+    import json
+
+    from imaginebench.evaluation.published import format_rows, reference_results
+
+    rows = reference_results(env, profile or "small", level=level, algorithm=algo, data=data)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        typer.echo("No published rows match; `imaginebench results` without filters lists them all.")
+        return
+    typer.echo(format_rows(rows))
+    typer.echo(f"\n{len(rows)} rows. Each row's command reproduces it: imaginebench results --json.")
