@@ -24,6 +24,9 @@ def test_card_sizes_take_the_place_of_the_scaled_paper_sizes(monkeypatch):
     assert small.episodes("CLEVR-v0", "imaginary", "easy") == 55
     assert small.episodes("CLEVR-v0", "imaginary", "hard") == small.imaginary.of(ClevrDomain.paper_episodes["hard"])
     assert RunSpec("CLEVR-v0", "bc", profile="small").steps == 4321
+    # as many checkpoints as the profile's own runs have (the score is the mean of the last five)
+    assert RunSpec("CLEVR-v0", "bc", profile="small").every == 4321 * small.checkpoint_every // small.train_steps
+    assert RunSpec("CLEVR-v0", "bc", profile="small", checkpoint_every=7).every == 7
     assert RunSpec("CLEVR-v0", "bc", profile="small", train_steps=10).steps == 10  # --steps still wins
     # another profile is untouched by the small entry
     tiny = get_profile("tiny")

@@ -61,7 +61,8 @@ class Profile:
             that take the place of the scaled ones (e.g. a plugin domain without a paper size).
         train_steps: gradient steps per offline RL run (a domain card may choose its own:
             :meth:`steps_for`).
-        checkpoint_every: steps between checkpoints (each checkpoint is evaluated).
+        checkpoint_every: steps between checkpoints (each checkpoint is evaluated; stretched with a
+            card's step count: :meth:`checkpoint_every_for`).
         eval_episodes_per_task: evaluation episodes per task and checkpoint.
         batch_size: offline RL batch size.
         lm_steps: fine-tuning steps of the rollout language model.
@@ -134,6 +135,15 @@ class Profile:
 
         chosen = domain_class(env_spec(env_id).env_id).profile_sizes.get(self.name, {}).get("train_steps")
         return self.train_steps if chosen is None else int(chosen)
+
+    def checkpoint_every_for(self, env_id: str) -> int:
+        """Steps between checkpoints of a run on ``env_id``: the profile's interval, stretched with
+        the card's step count so a run has the profile's number of checkpoints (the score is the
+        mean of the last five of them, wherever the steps come from)."""
+        steps = self.steps_for(env_id)
+        if steps == self.train_steps:
+            return self.checkpoint_every
+        return max(1, steps * self.checkpoint_every // self.train_steps)
 
 
 PROFILES: dict[str, Profile] = {

@@ -109,7 +109,7 @@ class RunSpec:
 
     @property
     def every(self) -> int:
-        return min(self.checkpoint_every or self.profile_obj.checkpoint_every, self.steps)
+        return min(self.checkpoint_every or self.profile_obj.checkpoint_every_for(self.env_id), self.steps)
 
     @property
     def episodes_per_task(self) -> int:
