@@ -133,3 +133,56 @@ def first_line(exc: BaseException, limit: int = 200) -> str:
     """The first line of ``exc``'s message (or its type's name), at most ``limit`` characters."""
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:limit]
+
+
+LOCK_NAME = ".lock"
+
+
+class Busy(FileExistsError):
+    """Another process is writing an output that takes one writer at a time."""
+
+
+class WriterLock:
+    """An exclusive lock on ``<folder>/.lock`` for an output that takes one writer at a time (a run
+    folder): ``fcntl.flock``, so the operating system releases it when the holder exits or is
+    killed, and a lock is never left behind.  The file keeps the last holder's pid, host and start
+    time, which a refused second writer names.  The file itself stays (removing a lock file races
+    with the next writer opening it)."""
+
+    def __init__(self, folder: str | Path, what: str = "run") -> None:
+        self.path = Path(folder) / LOCK_NAME
+        self.what = what
+        self._fd: int | None = None
+
+    def acquire(self) -> "WriterLock":
+        """Take the lock, or raise :class:`Busy` naming the holder."""
+        import fcntl
+        import socket
+        from datetime import datetime, timezone
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise Busy(f"{self.path.parent} is being written by {holder}; wait for that {self.what} to finish or "
+                       f"stop it, then rerun this command (it resumes).") from None
+        os.ftruncate(fd, 0)
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Let the lock go (again: nothing)."""
+        if self._fd is not None:
+            import fcntl
+
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None

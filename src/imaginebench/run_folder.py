@@ -7,6 +7,7 @@ keep the same files::
     model.pt         final weights + d3rlpy config, read without unpickling (imaginebench.algos.weights)
     model.d3         the same in d3rlpy's own pickle format: an export, never read here
     checkpoint.pt    resume state while unfinished (removed when the record is written)
+    .lock            the writer lock: one process writes a folder at a time (imaginebench.fileio.WriterLock)
 
 and the same rules: a finished run is skipped when its settings equal the requested ones and
 refused with :class:`SettingsClash` when they differ (a ``--tag`` keeps both); an unfinished
@@ -25,8 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from imaginebench.errors import UsageError
-from imaginebench.fileio import (atomic_path, check_writable, first_line, remove_temporaries, torch_load_plain,
-                                 write_json)
+from imaginebench.fileio import (WriterLock, atomic_path, check_writable, first_line, remove_temporaries,
+                                 torch_load_plain, write_json)
 
 RECORD_NAME = "record.json"
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -85,13 +86,17 @@ class RunFolder:
         """:func:`check_settings` for this folder."""
         check_settings(found, wanted, self.path, self.what)
 
-    def open(self) -> None:
-        """Make the folder ready to write: refuse an unwritable one, remove a killed attempt's
-        temporaries, create it."""
+    def open(self) -> WriterLock:
+        """Make the folder ready to write and take its writer lock (:class:`~imaginebench.fileio.
+        WriterLock`; a second writer of the same folder is refused with :class:`~imaginebench.fileio.
+        Busy` naming the first): refuse an unwritable folder, create it, lock it, then remove a killed
+        attempt's temporaries.  The caller releases the lock when done (the OS does if it dies)."""
         check_writable(self.path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        lock = WriterLock(self.path, self.what).acquire()
         for name in FILES:
             remove_temporaries(self.path / name)
-        self.path.mkdir(parents=True, exist_ok=True)
+        return lock
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (plain data; ``state["model"]``: the algorithm's bytes) atomically, with

@@ -207,6 +207,18 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
 
 
+_HELD: list = []
+
+
+def held_run_folder(home: Path) -> None:
+    """Another process is writing the run ``TOY`` trains (its writer lock is held)."""
+    from imaginebench.fileio import WriterLock
+
+    folder = home / "runs" / "Toy-v0" / "tiny" / "train" / "real" / "discrete_bc" / "seed0"
+    folder.mkdir(parents=True)
+    _HELD.append(WriterLock(folder).acquire())
+
+
 CASES = [
     # click's own usage errors, made one line
     Case("unknown verb", ["trian"], 2, "No such command 'trian'. Did you mean 'train'?"),
@@ -354,6 +366,8 @@ CASES = [
     Case("results: unknown level", ["results", "--level", "medium"], 2, "Unknown level 'medium'"),
     Case("results: unknown data variant", ["results", "--data", "fake"], 2, "Unknown training data variant 'fake'"),
     Case("results: unknown algorithm", ["results", "--algo", "ppo"], 2, "Unknown algorithm 'ppo'"),
+    Case("train: a run another process is writing", [*TOY, *TRAIN_FAST, "--seeds", "0"], 1,
+         "is being written by pid", setup=held_run_folder),
     Case("train: zero threads", [*TOY, *TRAIN_FAST, "--threads", "0"], 2, "--threads must be at least 1"),
     Case("train: a thread storm", [*TOY, *TRAIN_FAST, "--threads", "100000"], 2, "--threads must be at most"),
     Case("train: negative evaluation episodes", [*TOY, *TRAIN_FAST, "--eval-episodes", "-2"], 2, "must be positive"),

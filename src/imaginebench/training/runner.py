@@ -100,6 +100,8 @@ class _Run:
     engine: dict[str, Any] = field(default_factory=dict)
     followers: list["_Run"] = field(default_factory=list)
     """Runs whose training is this run's (:func:`training_key`): they only evaluate and save."""
+    lock: Any = None
+    """The folder's :class:`~imaginebench.fileio.WriterLock`, held until :meth:`close`."""
     batch: int = 0
     """Transitions (or windows) per gradient step: the config's ``batch_size`` if it sets one, else
     the run's (profile or ``--batch-size``)."""
@@ -125,17 +127,14 @@ class _Run:
             if evaluator is not None:
                 evaluator.close()
         self.evaluators = {lv: None for lv in self.evaluators}
+        if self.lock is not None:
+            self.lock.release()
 
 
 def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], Any] | None,
              device: str) -> _Run | RunResult:
     """A finished run's :class:`RunResult`, or a :class:`_Run` ready to train (resumed if a
     checkpoint exists)."""
-    import torch
-
-    from imaginebench.algos.factory import build_algorithm
-    from imaginebench.algos.sampler import MixedReplaySource
-
     spec, domain, algo_spec, folder = resolved.spec, resolved.domain, resolved.algo, resolved.folder
     config = algo_spec.default_config(**dict(spec.algo_options))
     if folder.finished:
@@ -148,7 +147,28 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
                           hidden_units=tuple(getattr(config, "hidden_units", ())),
                           batch_size=int(config.batch_size or spec.batch), what=f"{algo_spec.name} on {domain.env_id}")
     sources, weights, source_info = load_sources(spec, domain.env_id)
-    folder.open()
+    lock = folder.open()  # one writer per run folder: a second process is refused, naming the first
+    try:
+        if folder.finished:  # another process finished it while this one was loading
+            lock.release()
+            return _prepare(resolved, encoder, env_factory, device)
+        run = _build(resolved, config, sources, weights, source_info, encoder, env_factory, device)
+    except BaseException:
+        lock.release()
+        raise
+    run.lock = lock
+    return run
+
+
+def _build(resolved: ResolvedRun, config: Any, sources: Any, weights: Any, source_info: list[dict[str, Any]],
+           encoder: Any, env_factory: Callable[[str], Any] | None, device: str) -> _Run:
+    """The run's sampler, algorithm (resumed from its checkpoint if there is one) and evaluators."""
+    import torch
+
+    from imaginebench.algos.factory import build_algorithm
+    from imaginebench.algos.sampler import MixedReplaySource
+
+    spec, domain, folder = resolved.spec, resolved.domain, resolved.folder
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     source = MixedReplaySource(sources, weights, encoder=encoder, seed=spec.seed,
