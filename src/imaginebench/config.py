@@ -20,9 +20,18 @@ DEFAULT_PROFILE = "small"
 def data_home() -> Path:
     """The root folder for datasets, caches and runs (``$IMAGINEBENCH_HOME``).
 
-    Raises ``NotADirectoryError`` (with a message of its own) if a file stands there.
+    Raises ``NotADirectoryError`` (with a message of its own) if a file or a dangling link stands
+    there, and :class:`~imaginebench.errors.UsageError` if the variable is set but empty (which would
+    otherwise mean the current folder).
     """
-    home = Path(os.environ.get(HOME_ENV_VAR, Path.home() / ".imaginebench")).expanduser()
+    raw = os.environ.get(HOME_ENV_VAR)
+    if raw is not None and not raw.strip():
+        raise UsageError(f"{HOME_ENV_VAR} is set but empty; unset it (the default is ~/.imaginebench) or point it at "
+                         "a folder.")
+    home = Path(raw if raw is not None else Path.home() / ".imaginebench").expanduser()
+    if home.is_symlink() and not home.exists():
+        raise NotADirectoryError(f"The data home {home} is a link to {os.readlink(home)}, which does not exist; "
+                                 f"create that folder or point {HOME_ENV_VAR} elsewhere.")
     if home.exists() and not home.is_dir():
         raise NotADirectoryError(f"The data home {home} is a file, not a folder; point {HOME_ENV_VAR} at a folder "
                                  "(it is created if missing).")

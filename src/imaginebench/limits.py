@@ -19,6 +19,10 @@ from urllib.parse import urlsplit
 
 from imaginebench.errors import UsageError
 
+MAX_EPISODES_PER_TASK = 10_000
+"""Evaluation episodes per task: far beyond any protocol's (paper: 5), short of a schedule that
+grows to gigabytes before the first episode runs."""
+
 ADDRESS_TIMEOUT_S = 10.0
 """How long a cluster address may take to accept a connection before a grid gives up on it."""
 

@@ -97,6 +97,8 @@ def test_bad_policies_get_one_line_errors():
     _raises(broken, "The policy raised RuntimeError: out of ideas")
     with pytest.raises(ValueError, match="policy must be a callable"):
         imaginebench.evaluate("bc", "CLEVR-v0", "easy")
+    with pytest.raises(ValueError, match="episodes_per_task must be at most 10000, got 1000000000"):
+        imaginebench.evaluate(lambda obs: [0] * len(obs), "CLEVR-v0", "easy", episodes_per_task=10**9)
 
 
 def test_bad_continuous_actions_are_named():

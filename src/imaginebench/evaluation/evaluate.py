@@ -115,7 +115,8 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
                          f"{type(policy).__name__}.")
     env_id = env_spec(env_id).env_id
     check_level(level)
-    episodes_per_task = limits.count("episodes_per_task", episodes_per_task, allow_none=True) or \
+    episodes_per_task = limits.count("episodes_per_task", episodes_per_task, allow_none=True,
+                                     high=limits.MAX_EPISODES_PER_TASK) or \
         get_profile(profile).eval_episodes_per_task
     seed = limits.count("seed", seed, low=0)
     num_envs = limits.count("num_envs", num_envs)

@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from imaginebench import limits
 from imaginebench.config import Profile, get_profile
 from imaginebench.domains.base import check_level
 from imaginebench.errors import UsageError, choice_error
@@ -91,6 +92,8 @@ class RunSpec:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"{name} must be positive, got {value}.")
+        if self.eval_episodes_per_task is not None:
+            limits.count("--eval-episodes", self.eval_episodes_per_task, high=limits.MAX_EPISODES_PER_TASK)
         _ = self.profile_obj  # validates the name
 
     # ------------------------------------------------------------------ derived
