@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,9 +35,25 @@ def atomic_path(path: str | Path, suffix: str = ".tmp") -> Iterator[Path]:
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as exc:  # name the file being written, not its temporary
+        if exc.filename in (None, tmp):
+            raise OSError(exc.errno, exc.strerror or first_line(exc), str(path)) from exc
+        raise
+    except RuntimeError as exc:
+        # torch.save reports a failed write (a full disk, a file-size limit) as a RuntimeError
+        if "writ" not in str(exc).lower():
+            raise
+        full = shutil.disk_usage(path.parent).free < FULL_DISK_BYTES
+        raise OSError(errno.ENOSPC if full else errno.EIO,
+                      f"{'No space left on device' if full else 'Input/output error'} ({first_line(exc)})",
+                      str(path)) from exc
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+FULL_DISK_BYTES = 64 * 2**20
+"""Free space under which a failed write is reported as a full disk."""
 
 
 def finite_json(obj: Any) -> Any:

@@ -54,6 +54,7 @@ def test_step_zero_acts_as_the_offline_checkpoint(starts, data_home):
     assert np.array_equal(run.algo.predict(obs), offline.predict(obs))
     assert run.moved == {"q_funcs": "q_funcs", "targ_q_funcs": "targ_q_funcs"}
     run.interaction.close()
+    run.lock.release()
 
 
 def test_budget_is_respected_exactly_and_the_record_holds_the_curve(starts, data_home):
@@ -61,6 +62,7 @@ def test_budget_is_respected_exactly_and_the_record_holds_the_curve(starts, data
     _loop(run, False, None)
     assert run.env_steps == 48 and len(run.buffer) == 48
     run.interaction.close()
+    run.lock.release()  # the folder's writer lock (finetune() releases its own)
     (run.folder.path / CHECKPOINT_NAME).unlink()
     result = finetune(FinetuneSpec("Toy-v0", "easy", start="discrete_cql/real", **FT), progress=False,
                       encoder=HashEncoder())
@@ -120,6 +122,7 @@ def test_scratch_and_checkpoint_starts_differ_only_in_initial_parameters(starts)
     assert np.array_equal(scratch.states, loaded.states)  # same environments, same first episodes
     for run in (scratch, loaded):
         run.interaction.close()
+        run.lock.release()
 
 
 def test_bc_start_gets_a_fresh_critic_and_its_actor(starts):
@@ -132,6 +135,7 @@ def test_bc_start_gets_a_fresh_critic_and_its_actor(starts):
     obs = _obs()
     assert np.array_equal(run.algo.predict(obs), bc.predict(obs))
     run.interaction.close()
+    run.lock.release()
 
 
 def test_continuous_finetune_with_offline_batches(starts):

@@ -56,6 +56,17 @@ def test_reference_scores_are_cached_and_a_damaged_cache_is_recomputed():
     assert set(first["random"]["per_task"]) == set(first["expert"]["per_task"])
     path.write_text("{not json")
     assert reference_scores("CLEVR-v0", "hard", 1, 5) == first
+    import json
+
+    good = path.read_text()
+    damaged = [b"\xff\xfe not utf-8", json.dumps({**first, "expert": {**first["expert"], "success": "high"}}).encode(),
+               json.dumps({**first, "random": {**first["random"], "success": 1.7}}).encode(),
+               json.dumps({**first, "seed": 6}).encode(), json.dumps([1, 2]).encode(),
+               json.dumps({**first, "random": {"success": 0.1, "per_task": {"a": None}}}).encode()]
+    for content in damaged:
+        path.write_bytes(content)
+        assert reference_scores("CLEVR-v0", "hard", 1, 5) == first  # recomputed, never trusted
+        assert path.read_text() == good  # and rewritten
 
 
 def test_normalised_score_and_wilson_interval():

@@ -258,3 +258,31 @@ def test_real_data_of_another_size_than_the_profiles_is_named(toy_data, caplog, 
         train(RunSpec("Toy-v0", "bc", level="easy", data="real", **SMALL), progress=False)
     assert ("Toy-v0's real train data holds 30 episodes; the tiny profile uses 200" in caplog.text
             and "imaginebench data collect --env Toy-v0 --level train --profile tiny --overwrite" in caplog.text)
+
+
+def test_a_checkpoint_that_cannot_be_written_is_one_line_naming_the_file(toy_data, monkeypatch):
+    import errno
+    import os
+
+    import torch
+
+    from imaginebench.cli.common import os_error_message
+    from imaginebench.training import run_dir
+
+    save = torch.save
+
+    def full_disk(obj, f, *args, **kwargs):  # writes to memory work, writes to a file fail as torch reports them
+        if isinstance(f, (str, os.PathLike)):
+            raise RuntimeError("[enforce fail at inline_container.cc:783] . PytorchStreamWriter failed writing file "
+                               "data/0: file write failed")
+        return save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    monkeypatch.setattr("imaginebench.fileio.FULL_DISK_BYTES", 2**62)  # as if the disk were full
+    spec = RunSpec("Toy-v0", "bc", level="easy", data="real", **SMALL)
+    with pytest.raises(OSError) as info:
+        train(spec, progress=False)
+    line = os_error_message(info.value)
+    assert info.value.errno == errno.ENOSPC and str(run_dir(spec) / CHECKPOINT_NAME) in line
+    assert "No space left on device" in line and "Free some space" in line and "\n" not in line
+    assert not list(run_dir(spec).glob(".checkpoint*"))  # no temporary left behind

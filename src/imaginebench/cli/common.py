@@ -50,8 +50,8 @@ def os_error_message(exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         hint = (" Make it writable, or point IMAGINEBENCH_HOME (the data home) at a writable folder "
                 "(or the command's output option at one).")
-    elif exc.errno == errno.ENOSPC:
-        hint = " Free some space or point IMAGINEBENCH_HOME at another disk."
+    elif exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        hint = " Free some space (or lift the file-size limit) or point IMAGINEBENCH_HOME at another disk."
     elif exc.errno in (errno.ENOTDIR, errno.EISDIR):
         hint = " A file stands where a folder is expected (or the other way round); move it away."
     else:

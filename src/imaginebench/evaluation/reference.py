@@ -105,24 +105,45 @@ def _level_reference(env_id: str, level: str, episodes_per_task: int, seed: int)
     return out
 
 
+def _usable_reference(found: Any, env_id: str, level: str, episodes_per_task: int, seed: int, version: str) -> bool:
+    """Whether a cached reference file is this package version's, for these episodes, and holds a
+    success rate in [0, 1] wherever one belongs (a damaged or hand-edited file is not trusted)."""
+    def rate(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and 0.0 <= float(x) <= 1.0
+
+    if not isinstance(found, dict):
+        return False
+    same = (found.get("schema_version") == REFERENCE_SCHEMA and found.get("version") == version
+            and found.get("env") == env_id and found.get("level") == level
+            and found.get("episodes_per_task") == int(episodes_per_task) and found.get("seed") == int(seed))
+    if not same:
+        return False
+    for policy in REFERENCE_POLICIES:
+        entry = found.get(policy)
+        if not (isinstance(entry, dict) and rate(entry.get("success")) and isinstance(entry.get("per_task"), dict)
+                and entry["per_task"] and all(isinstance(k, str) and rate(v) for k, v in entry["per_task"].items())):
+            return False
+    return True
+
+
 def reference_scores(env_id: str, level: str, episodes_per_task: int, seed: int,
                      *, cache: bool = True) -> dict[str, Any]:
     """Random and expert success on exactly the episodes a run seeded ``seed`` evaluates.
 
     Returns ``{"random": {"success", "per_task"}, "expert": {...}, "episodes", ...}``; cached
-    on disk (a damaged cache file, or one written by another package version, is recomputed).
+    on disk (a damaged or hand-edited cache file, or one written by another package version or
+    for other episodes, is recomputed and rewritten: never trusted, never fatal).
     """
     import imaginebench
 
     path = reference_path(env_id, level, episodes_per_task, seed)
     if cache and path.exists():
         try:
-            found = json.loads(path.read_text())
-            if (found.get("schema_version") == REFERENCE_SCHEMA and found.get("version") == imaginebench.__version__
-                    and all(p in found for p in REFERENCE_POLICIES)):
-                return found
-        except (OSError, json.JSONDecodeError):
-            pass
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: computed again below
+            found = None
+        if _usable_reference(found, env_id, level, episodes_per_task, seed, imaginebench.__version__):
+            return found
     result = _level_reference(env_id, level, episodes_per_task, seed)
     if cache:
         write_json(path, result)

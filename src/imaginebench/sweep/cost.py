@@ -65,9 +65,14 @@ class RateCache:
         self.threads = max(1, int(threads))
         self.path = path or data_home() / "cost" / f"{machine_key(self.threads)}.json"
         try:
-            self.values: dict[str, float] = json.loads(self.path.read_text())
+            found = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            self.values = {}
+            found = None
+        # only finite positive rates are kept: a damaged file is measured again, never trusted
+        self.values: dict[str, float] = ({k: float(v) for k, v in found.items() if isinstance(k, str)
+                                          and isinstance(v, (int, float)) and not isinstance(v, bool)
+                                          and np.isfinite(v) and v > 0}
+                                         if isinstance(found, dict) else {})
 
     def get(self, key: str, measure: Callable[[], float]) -> float:
         if key not in self.values:
