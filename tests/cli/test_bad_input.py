@@ -207,6 +207,17 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
 
 
+def _edit_record(field: str, value: object) -> Callable[[Path], None]:
+    def setup(home: Path) -> None:
+        import json
+
+        finished_run(home)
+        record = json.loads(_record(home).read_text())
+        record[field] = value
+        _record(home).write_text(json.dumps(record))
+    return setup
+
+
 _HELD: list = []
 
 
@@ -450,6 +461,12 @@ CASES = [
     Case("report: a record with a NaN score", ["report", "--env", "Toy-v0", "--profile", "tiny", "--quiet",
                                                "--no-pictures", "--out", "{home}/report"], 1, "holds NaN",
          setup=nan_score_record),
+    Case("train: a record whose settings are text", [*TOY, "--seeds", "0", *TRAIN_FAST], 1,
+         "settings that is not a mapping", setup=_edit_record("settings", "fast")),
+    Case("report: a record with a normalised score as text", ["report", "--env", "Toy-v0", "--profile", "tiny",
+                                                              "--quiet", "--no-pictures", "--out", "{home}/report"],
+         1, "normalised score at train that is not a number ('high')",
+         setup=_edit_record("normalised", {"train": "high"})),
     Case("export: root is a file", ["data", "export-minari", "--env", "Toy-v0", "--profile", "tiny", "--root",
                                     "{home}/minari-file"], 1, "minari-file",
          setup=lambda home: (home / "minari-file").write_text("x")),

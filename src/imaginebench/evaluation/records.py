@@ -77,6 +77,37 @@ def versions() -> dict[str, str]:
     return out
 
 
+def _badly_typed(record: dict[str, Any]) -> str | None:
+    """The first field of ``record`` whose type is not what training, reports and publishing read
+    (``None``: all fine), so a damaged or hand-edited record fails where it is read, naming itself."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    for name in ("env", "level", "algo", "data"):
+        if name in record and not isinstance(record[name], str):
+            return f"a {name} that is not text ({record[name]!r})"
+    for name in ("seed", "steps"):
+        if name in record and not (isinstance(record[name], int) and not isinstance(record[name], bool)):
+            return f"a {name} that is not a whole number ({record[name]!r})"
+    for name in ("settings", "score", "normalised", "timing", "eval", "config", "per_task"):
+        if name in record and record[name] is not None and not isinstance(record[name], dict):
+            return f"{name} that is not a mapping ({type(record[name]).__name__})"
+    for level, value in (record.get("normalised") or {}).items():
+        if value is not None and not number(value):
+            return f"a normalised score at {level} that is not a number ({value!r})"
+    curve = record.get("curve", [])
+    if not isinstance(curve, list):
+        return f"a curve that is not a list ({type(curve).__name__})"
+    for entry in curve:
+        if not isinstance(entry, dict) or not number(entry.get("step", 0)):
+            return f"a curve entry that is not a checkpoint ({entry!r:.60})"
+        for key, value in entry.items():
+            if key in ("train", "rephrase", "easy", "hard") and not (isinstance(value, dict)
+                                                                    and number(value.get("success"))):
+                return f"a checkpoint at step {entry.get('step')} without a success rate at {key}"
+    return None
+
+
 def read_record(path: str | Path) -> dict[str, Any]:
     """One record; a damaged file raises ``ValueError`` naming it."""
     from imaginebench.fileio import read_json
@@ -89,6 +120,10 @@ def read_record(path: str | Path) -> dict[str, Any]:
                          "of the runs folder.") from None
     if not isinstance(record, dict) or record.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{path} is not a schema-{SCHEMA_VERSION} run record.")
+    bad = _badly_typed(record)
+    if bad:
+        raise ValueError(f"Run record {path} has {bad}; train that run again in a fresh data home, or move the "
+                         "record out of the runs folder.")
     scores = record.get("score")
     if isinstance(scores, dict):  # an offline run's success rate per level (a fine-tune's scores are others)
         for level, value in scores.items():
