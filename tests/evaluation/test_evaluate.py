@@ -95,6 +95,24 @@ def test_bad_policies_get_one_line_errors():
         raise RuntimeError("out of ideas\nsecond line")
 
     _raises(broken, "The policy raised RuntimeError: out of ideas")
+    with pytest.raises(ValueError) as info:  # the user's own error is kept as the cause (their traceback)
+        imaginebench.evaluate(broken, "CLEVR-v0", "easy", episodes_per_task=1, encoder=HASH_ENCODER,
+                              references=False, num_envs=4)
+    assert isinstance(info.value.__cause__, RuntimeError) and info.value.__cause__.__traceback__ is not None
+    _raises(lambda obs: [[0], [1, 2]] * (len(obs) // 2), "numpy cannot read as one")
+
+
+def test_a_policy_may_return_torch_tensors_with_gradients_attached():
+    import torch
+
+    weight = torch.zeros(1, requires_grad=True)
+
+    def policy(obs):  # float action ids 0.0 that still carry the graph
+        return torch.zeros(len(obs)) * weight
+
+    out = imaginebench.evaluate(policy, "CLEVR-v0", "easy", episodes_per_task=1, encoder=HASH_ENCODER,
+                                references=False, num_envs=4)
+    assert out.episodes > 0
     with pytest.raises(ValueError, match="policy must be a callable"):
         imaginebench.evaluate("bc", "CLEVR-v0", "easy")
     with pytest.raises(ValueError, match="episodes_per_task must be at most 10000, got 1000000000"):

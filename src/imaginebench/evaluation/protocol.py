@@ -224,8 +224,9 @@ class Evaluator:
                     out = policy(batch)
             except Exception as exc:  # noqa: BLE001  (a user's policy: say what failed, in one line)
                 text = first_line(exc) if str(exc).strip() else ""
+                # chained, so a library user sees their own traceback under this line (the CLI shows the line)
                 raise ValueError(f"The policy raised {type(exc).__name__}{': ' + text if text else ''} when called "
-                                 f"with a batch of {len(active)} observations.") from None
+                                 f"with a batch of {len(active)} observations.") from exc
             actions = check_actions(out, len(active), domain)
             for a, i in zip(actions, active):
                 task, emb, steps = slots[i]  # type: ignore[misc]
@@ -253,10 +254,13 @@ class Evaluator:
 def check_actions(actions: Any, rows: int, domain: Any) -> np.ndarray:
     """A policy's output for a batch of ``rows`` observations, as an array the envs take; anything
     else (wrong batch size, shape or type, NaN) is a one-line ``ValueError`` saying what was expected."""
+    if hasattr(actions, "detach") and hasattr(actions, "cpu"):  # a torch tensor, gradients attached or not
+        actions = actions.detach().cpu().numpy()
     try:
         out = np.asarray(actions)
-    except Exception:  # noqa: BLE001  (ragged lists and other objects numpy refuses)
-        out = np.asarray(None)
+    except Exception as exc:  # noqa: BLE001  (ragged lists and other objects numpy refuses)
+        raise ValueError(f"The policy must return an array of actions; got a {type(actions).__name__} numpy "
+                         f"cannot read as one ({first_line(exc)}).") from None
     if domain is None:  # an env without a domain (tests' stand-ins): shape checks only
         if out.ndim == 0 or len(out) != rows:
             raise ValueError(f"The policy must return one action per observation ({rows}), got {out.shape}.")
