@@ -127,6 +127,16 @@ def test_an_unreadable_shard_is_skipped_and_its_strings_embedded_again(tmp_path,
         fresh.add({"b": np.array([np.nan, 1.0], dtype=np.float32)})
 
 
+def test_a_shard_of_another_width_is_skipped_naming_it(tmp_path, caplog):
+    store = EmbeddingStore(tmp_path)
+    store.add({t: fake_vector(t) for t in ("a", "b", "c")})
+    odd = store.add({"d": fake_vector("d", dim=9)})  # another encoder's shard, copied in
+    fresh = EmbeddingStore(tmp_path)
+    assert fresh.missing(["a", "b", "c", "d"]) == ["d"] and fresh.dim == 6
+    assert f"Skipping embedding shard {odd}: its vectors have 9 entries, the store's 6" in caplog.text
+    np.testing.assert_array_equal(np.stack([fresh.get(t) for t in "abc"]), np.stack([fake_vector(t) for t in "abc"]))
+
+
 def test_the_encoder_returns_exactly_the_vectors_it_computes_and_loads_silently(tmp_path, capfd):
     from imaginebench.language import MINILM, InstructionEncoder
     from imaginebench.language.encoders import _minilm_dir

@@ -70,18 +70,39 @@ class EmbeddingStore:
         return sorted(self.root.glob(f"{SHARD_PREFIX}*.npz"))
 
     def refresh(self) -> int:
-        """Read shards not read before; returns how many strings became known."""
+        """Read shards not read before; returns how many strings became known.  Every vector has one
+        width: the width of the vectors already held, else the one most new strings have; a shard of
+        another width (another encoder's, copied in) is skipped with a warning naming it."""
         before = len(self._vectors)
+        new: list[tuple[Path, dict[str, np.ndarray]]] = []
         for path in self.shards():
             if path.name in self._seen:
                 continue
             found = _read_shard(path)
-            if found is None:
-                continue
+            if found:
+                new.append((path, found))
+        if not new:
+            return 0
+        width = self._width()
+        if width is None:
+            counts: dict[int, int] = {}
+            for _, found in new:
+                w = len(next(iter(found.values())))
+                counts[w] = counts.get(w, 0) + len(found)
+            width = max(counts, key=lambda w: counts[w])
+        for path, found in new:
             self._seen.add(path.name)
+            if len(next(iter(found.values()))) != width:
+                logger.warning("Skipping embedding shard %s: its vectors have %d entries, the store's %d (another "
+                               "encoder's?); move it out of %s.", path, len(next(iter(found.values()))), width,
+                               self.root)
+                continue
             for key, vector in found.items():
                 self._vectors.setdefault(key, vector)
         return len(self._vectors) - before
+
+    def _width(self) -> int | None:
+        return int(next(iter(self._vectors.values())).shape[0]) if self._vectors else None
 
     def __len__(self) -> int:
         return len(self._vectors)
