@@ -27,6 +27,9 @@ app = typer.Typer(help="ImagineBench: reinforcement learning from imaginary roll
 EXPECTED_ERRORS = (ValueError, FileNotFoundError, FileExistsError, ImportError, NotImplementedError, KeyError)
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
+INTERRUPTED_EXIT = 130
+"""Ctrl-C, as shells report a command ended by SIGINT (128 + 2)."""
+INTERRUPTED_LINE = "interrupted; rerun the same command to resume (finished work is kept)."
 DEBUG_ENV_VAR = "IMAGINEBENCH_DEBUG"
 """Set to 1 (or yes/true) to see the traceback behind a one-line error."""
 
@@ -77,6 +80,9 @@ def friendly(fn: Callable) -> Callable:
             _show_traceback()
             typer.echo(f"error: {os_error_message(exc)}", err=True)
             raise typer.Exit(RUNTIME_EXIT) from None
+        except KeyboardInterrupt:  # Ctrl-C: worker pools are already down (imaginebench.processes)
+            typer.echo(INTERRUPTED_LINE, err=True)
+            raise typer.Exit(INTERRUPTED_EXIT) from None
 
     return wrapper
 
@@ -105,9 +111,10 @@ def run_app(argv: list[str] | None = None) -> int:
     except click_errors.ClickException as exc:
         typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
         return exc.exit_code
-    except (typer.Abort, getattr(click_errors, "Abort", typer.Abort)):
-        typer.echo("error: aborted.", err=True)
-        return RUNTIME_EXIT
+    except (typer.Abort, getattr(click_errors, "Abort", typer.Abort), KeyboardInterrupt):
+        # click turns Ctrl-C into Abort; workers were stopped on the way out (imaginebench.processes)
+        typer.echo(INTERRUPTED_LINE, err=True)
+        return INTERRUPTED_EXIT
     return code if isinstance(code, int) else 0
 
 

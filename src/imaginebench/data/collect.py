@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Iterator
 
 import numpy as np
@@ -10,6 +9,7 @@ from tqdm.auto import tqdm
 
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.errors import UsageError
+from imaginebench.processes import worker_pool
 
 POLICIES = ("expert", "random")
 _CHUNK = 50
@@ -114,7 +114,7 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
                 result += _collect_range(job)
                 bar.update(job[3] - job[2])
         else:
-            with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
+            with worker_pool(min(workers, len(jobs))) as pool:
                 for job, eps in zip(jobs, pool.map(_collect_range, jobs)):
                     result += eps
                     bar.update(job[3] - job[2])

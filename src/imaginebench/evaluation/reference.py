@@ -30,6 +30,7 @@ import numpy as np
 
 from imaginebench.config import data_home
 from imaginebench.fileio import write_json
+from imaginebench.processes import worker_pool
 
 ReferencePolicy = Literal["random", "expert"]
 REFERENCE_POLICIES: tuple[str, ...] = ("random", "expert")
@@ -244,8 +245,6 @@ def _calibrate_job(args: tuple) -> TaskCalibration:
 def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *, workers: int = 1,
               tasks: Iterable[str] | None = None, progress: bool = False, **kwargs: Any) -> list[TaskCalibration]:
     """:func:`calibrate_task` for every task of ``levels`` (optionally only ``tasks``)."""
-    from concurrent.futures import ProcessPoolExecutor
-
     from tqdm.auto import tqdm
 
     from imaginebench.envs.registry import load_domain
@@ -260,7 +259,7 @@ def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *,
     bar = dict(total=len(jobs), desc=f"calibrate {env_id}", unit="task", disable=not progress)
     if workers <= 1:
         return [_calibrate_job(j) for j in tqdm(jobs, **bar)]
-    with ProcessPoolExecutor(min(workers, len(jobs))) as pool:
+    with worker_pool(min(workers, len(jobs))) as pool:
         return list(tqdm(pool.map(_calibrate_job, jobs, chunksize=1), **bar))
 
 

@@ -1,0 +1,74 @@
+"""Ctrl-C on a multi-process verb: the command ends within seconds with one line, leaves no worker
+and no partial file behind, and the same command then runs to the end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+COLLECT = ["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--workers", "2"]
+CALIBRATE = ["calibrate", "--env", "CLEVR-v0", "--level", "easy", "--workers", "2", "--no-progress",
+             "--out", "{home}/calibration"]
+
+
+def _start(args: list[str], home: Path) -> subprocess.Popen:
+    env = {**os.environ, "IMAGINEBENCH_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    code = "import sys; from imaginebench.cli import main; main(sys.argv[1:])"
+    # its own process group, as a terminal's foreground job: Ctrl-C reaches the workers too
+    return subprocess.Popen([sys.executable, "-c", code, *[a.format(home=home) for a in args]], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("args,after_s", [(COLLECT + ["--episodes", "3000"], 6.0),
+                                          (COLLECT + ["--episodes", "3000"], 12.0),
+                                          (CALIBRATE, 8.0)])
+def test_one_ctrl_c_ends_a_multi_process_verb_at_once(tmp_path, args, after_s):
+    proc = _start(args, tmp_path)
+    time.sleep(after_s)
+    assert proc.poll() is None, "the command ended before it could be interrupted; give it more work"
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert time.monotonic() - sent < 10
+    lines = [line for line in err.splitlines() if line.strip() and "it/s" not in line and "ep/s" not in line
+             and "%|" not in line]
+    assert proc.returncode == 130, err
+    assert lines == ["interrupted; rerun the same command to resume (finished work is kept)."], err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 5
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _group_alive(proc.pid), "a worker outlived the command"
+    assert not list((tmp_path / "datasets").rglob("*.npz")) if (tmp_path / "datasets").exists() else True
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and p.name.startswith(".")]
+    assert leftovers == [], leftovers  # no temporary file
+
+
+def test_after_an_interrupted_collect_the_same_command_completes(tmp_path):
+    proc = _start(COLLECT + ["--episodes", "3000"], tmp_path)
+    time.sleep(6.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    again = _start(COLLECT + ["--episodes", "40"], tmp_path)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    assert (tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "real-train.npz").exists()
