@@ -34,6 +34,11 @@ def test_collect_info_and_errors(data_home):
     assert info.exit_code == 0
     rows = json.loads(info.output)
     assert rows[0]["episodes"] == 6 and rows[0]["domain"] == "CLEVR-v0" and rows[0]["source"] == "real"
+    assert not rows[0]["shipped"]
+    # then the reference imaginary data the package ships (what get_dataset falls back on)
+    shipped = [r for r in rows if r["shipped"]]
+    assert shipped and all(r["source"] == "imaginary" and "reference_data" in r["path"] for r in shipped)
+    assert any(r["domain"] == "CLEVR-v0" and r["level"] == "rephrase" for r in shipped)
 
     bad = runner.invoke(app, ["data", "collect", "--env", "Nope-v0"])
     assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "Valid choices" in bad.output

@@ -152,9 +152,10 @@ def test_get_dataset_builds_missing_real_data_when_asked(toy_envs, data_home, mo
     from imaginebench.config import PROFILES
 
     monkeypatch.setitem(PROFILES["tiny"].real_episodes, "Toy-v0", 8)
-    with pytest.raises(FileNotFoundError, match="imaginebench data collect --env Toy-v0 --level train"):
+    with pytest.raises(FileNotFoundError, match=r"imaginebench data collect --env Toy-v0 --level train .* or from "
+                                                r"Python with get_dataset\(\.\.\., build=True, workers=2\)"):
         imaginebench.get_dataset("Toy-v0", "easy", profile="tiny")
-    real, _ = imaginebench.get_dataset("Toy-v0", "easy", profile="tiny", build=True, progress=False)
+    real, _ = imaginebench.get_dataset("Toy-v0", "easy", profile="tiny", build=True, progress=False, workers=2)
     assert len(real) == 8
 
 

@@ -53,24 +53,34 @@ def data_info(
     path: Optional[Path] = typer.Argument(None, help="A dataset file; default: every dataset under the data home."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Summarise datasets (episodes, transitions, success rate, metadata)."""
+    """Summarise datasets (episodes, transitions, success rate, metadata): every dataset under the
+    data home, then the reference imaginary datasets shipped in the package that get_dataset and
+    train fall back on (those the data home does not shadow)."""
     from imaginebench.config import data_home
+    from imaginebench.data.hub import REFERENCE_ROOT
     from imaginebench.data.storage import load_dataset
 
-    paths = [path] if path else sorted((data_home() / "datasets").glob("*/*/*.npz"))
-    if not paths:
-        typer.echo(f"No datasets under {data_home() / 'datasets'}. Build one with: imaginebench data collect")
+    root = data_home() / "datasets"
+    if path:
+        paths, shipped = [path], []
+    else:
+        paths = sorted(root.glob("*/*/*.npz"))
+        shipped = [p for p in sorted(Path(REFERENCE_ROOT).glob("*/*/*.npz"))
+                   if not (root / p.relative_to(REFERENCE_ROOT)).exists()]
+    if not paths and not shipped:
+        typer.echo(f"No datasets under {root}. Build one with: imaginebench data collect")
         return
     rows = []
-    for p in paths:
+    for p, is_shipped in [*((p, False) for p in paths), *((p, True) for p in shipped)]:
         summary = load_dataset(p).summary()
         summary["path"] = str(p)
+        summary["shipped"] = is_shipped
         rows.append(summary)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
     for r in rows:
-        typer.echo(f"{r['path']}\n  {r.get('domain')} level={r.get('level')} source={r.get('source')} "
+        typer.echo(f"{r['path']}{' (shipped reference data)' if r['shipped'] else ''}\n  {r.get('domain')} level={r.get('level')} source={r.get('source')} "
                    f"generator={r.get('generator')} profile={r.get('profile')} seed={r.get('seed')}\n"
                    f"  {r['episodes']} episodes, {r['transitions']} transitions, {r['tasks']} tasks, "
                    f"{r['instructions']} instructions, success {r['success_rate']:.1%}, mean length {r['mean_length']:.1f}")

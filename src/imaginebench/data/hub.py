@@ -212,26 +212,33 @@ def check_sources_match(env_id: str, sources: dict[str, EpisodeDataset], paths: 
 
 
 def get_dataset(env_id: str, level: str, profile: str | None = None, variant: str = "honest", *,
-                build: bool = False, progress: bool = True) -> tuple[EpisodeDataset, EpisodeDataset | None]:
+                build: bool = False, progress: bool = True,
+                workers: int = 1) -> tuple[EpisodeDataset, EpisodeDataset | None]:
     """``(real, imaginary)`` for ``level``: the real train-task data and that level's imaginary data.
 
     ``imaginary`` is ``None`` for the train level.  For other levels it is the dataset
     ``imaginebench imagine generate`` built under the data home; without one, the reference
     dataset shipped in the package (metadata ``reference: True``), if any; else ``None``
     (a message says so).  With ``build=True`` missing real data is collected first with the
-    expert (a progress bar shows the rate and the time left), as ``imaginebench data collect``
-    would; without it, missing real data raises ``FileNotFoundError`` naming that command.
-    Use ``dataset.arrays()`` for flat arrays any framework takes.
+    expert over ``workers`` processes (a progress bar shows the rate and the time left), as
+    ``imaginebench data collect --workers N`` would; without it, missing real data raises
+    ``FileNotFoundError`` naming both ways to build it.  Use ``dataset.arrays()`` for flat arrays
+    any framework takes.
     """
     check_level(level)
     from imaginebench.envs.registry import env_spec
 
     env_id = env_spec(env_id).env_id
-    if build and not dataset_path(env_id, "real", "train", profile).exists():
+    path = dataset_path(env_id, "real", "train", profile)
+    if not path.exists() and not build:
+        raise FileNotFoundError(f"No real train dataset for {env_id} at {path}. Build it with: "
+                                f"{collect_command(env_id, 'train', profile)} --workers 2, or from Python with "
+                                f"get_dataset(..., build=True, workers=2).")
+    if build and not path.exists():
         n = get_profile(profile).episodes(env_id, "real", "train")
         print(f"collecting {n} expert episodes of {env_id} (train, {get_profile(profile).name} profile) into "
-              f"{dataset_path(env_id, 'real', 'train', profile)}", flush=True)
-        build_real(env_id, "train", profile, progress=progress)
+              f"{path} with {workers} worker{'s' if workers != 1 else ''}", flush=True)
+        build_real(env_id, "train", profile, workers=workers, progress=progress)
     return load_real(env_id, "train", profile), load_imaginary(env_id, level, profile, variant)
 
 
