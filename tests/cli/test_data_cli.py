@@ -16,10 +16,17 @@ def test_help_on_every_verb():
         assert runner.invoke(app, [*verb, "--help"]).exit_code == 0, verb
 
 
-def test_envs_lists_domains():
+def test_envs_lists_domains_and_whether_their_extra_is_installed(monkeypatch):
     result = runner.invoke(app, ["envs"])
     assert result.exit_code == 0
     assert "CLEVR-v0" in result.output and "Discrete(40)" in result.output and "80 tasks" in result.output
+    assert "yes [clevr]" in result.output
+    import importlib.util
+
+    find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "minigrid" else find(name, *a))
+    result = runner.invoke(app, ["envs"])
+    assert "no: pip install 'imaginebench[babyai]'" in result.output and "yes [clevr]" in result.output
 
 
 def test_collect_info_and_errors(data_home):
