@@ -105,3 +105,15 @@ def test_baselines_refuse_a_level_or_another_data_variant(runner, toy_envs):
         result = runner.invoke(app, ["train", "--env", "Toy-v0", "--algo", "bc", "--baselines", *extra, *FAST])
         assert result.exit_code == 2, extra
         assert "--baselines trains on real data and covers every level itself" in error_line(result)
+
+
+def test_the_help_names_exactly_the_algorithms_without_a_stacked_trainer():
+    from imaginebench.algos import algorithm_names
+    from imaginebench.algos.vectorised import STACKED
+    from imaginebench.cli.train import UNSTACKED
+
+    d3rlpy_names = {"BC": "bc", "DiscreteBC": "discrete_bc", "BCQ": "bcq", "DiscreteBCQ": "discrete_bcq", "CQL": "cql",
+                    "DiscreteCQL": "discrete_cql", "SAC": "sac", "DiscreteSAC": "discrete_sac", "CalQL": "calql",
+                    "IQL": "iql", "TD3PlusBC": "td3bc", "IndexedPRDC": "prdc", "ReBRAC": "rebrac", "COMBO": "combo"}
+    stacked = {d3rlpy_names[name] for name in STACKED}
+    assert set(UNSTACKED) == set(algorithm_names()) - stacked

@@ -11,6 +11,10 @@ from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.errors import UsageError
 
 
+UNSTACKED = ("dt", "discrete_dt")
+"""Algorithms without a stacked trainer (:data:`imaginebench.algos.vectorised.STACKED`; tested)."""
+
+
 def _seeds(values: List[str], extra: List[str]) -> list[int]:
     """``--seeds 0 1 2`` (Typer hands over 0, the rest arrive as extra arguments) or ``--seeds 0,1,2``."""
     out = []
@@ -82,7 +86,7 @@ def train(
                                       "<algo>@<tag> next to the default runs."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 gives steady timings on shared machines)."),
     stack: bool = typer.Option(True, "--stack/--no-stack", help="Train the seeds together with stacked parameters "
-                               "(bc, discrete_bc, td3bc, iql, discrete_cql, discrete_bcq, discrete_sac; each seed's numbers equal a lone run's); "
+                               f"(every algorithm but {', '.join(UNSTACKED)}; each seed's numbers equal a lone run's); "
                                "--no-stack trains them one after another."),
     device: str = typer.Option("cpu", "--device", help="Torch device for training: cpu or cuda (data, sampling "
                                "and networks live there)."),
