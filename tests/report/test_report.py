@@ -115,6 +115,6 @@ def test_mixed_step_counts_are_stated_per_cell():
     text = markdown(aggregate(records, references=False))
     assert text.count("gradient steps differ between cells: each cell states its own") == 2  # comparison + real table
     assert "| BC | real only | – | 50.0 ± 35.4 (n=2) @100–20k steps (mixed) |" in text
-    assert "| BC | real + imaginary (honest filter) | 50.0 ± 0.0 (n=1) @100 steps | 50.0 ± 0.0 (n=1) @100 steps |" in text
+    assert "| BC | real + imaginary (honest filter) | 50.0 (n=1) @100 steps | 50.0 (n=1) @100 steps |" in text
     # a table whose cells share one count says it once, in its header
-    assert "profile `tiny`, 100 gradient steps" in text and "| BC (`bc`) | 50.0 ± 0.0 (n=1) | 50.0 ± 0.0 (n=1) |" in text
+    assert "profile `tiny`, 100 gradient steps" in text and "| BC (`bc`) | 50.0 (n=1) | 50.0 (n=1) |" in text

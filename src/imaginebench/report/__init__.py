@@ -54,7 +54,7 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, pictures: 
     strips, notes = rollout_strips(pairs, out) if pictures else ({}, [])
     text = markdown(cells).rstrip("\n").split("\n") + [""] if cells else ["# ImagineBench results", ""]
     if cells:
-        text += published_section(pairs)
+        text += published_section(pairs, cells)
         text += quality_section(pairs) + calibration_section(list(dict.fromkeys(env for env, _ in pairs)))
     if strips or notes:
         text += ["## Rollout pictures", ""] + [f"- `{p.name}`: {caption}" for caption, p in strips.items()]

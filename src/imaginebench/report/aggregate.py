@@ -80,7 +80,7 @@ class Cell:
 
     def text(self, show_steps: bool = False) -> str:
         """``mean ± std`` in %, ``(n=…)`` when not 3 seeds, and with ``show_steps`` the gradient steps."""
-        out = f"{100 * self.mean:.1f} ± {100 * self.std:.1f}" + (f" (n={self.n})" if self.n != 3 else "")
+        out = _ref_text(self.mean, self.std, self.n)
         return out + (f" @{steps_text(self.step_counts)}" if show_steps else "")
 
     def normalised_text(self) -> str:
@@ -170,6 +170,9 @@ def level_references(cells: Sequence[Cell], level: str) -> dict[str, tuple[float
 
 
 def _ref_text(mean: float, std: float, n: int) -> str:
+    """``mean ± std`` in % with ``(n=…)`` when not 3 seeds; one seed has no spread to show."""
+    if n == 1:
+        return f"{100 * mean:.1f} (n=1)"
     return f"{100 * mean:.1f} ± {100 * std:.1f}" + (f" (n={n})" if n != 3 else "")
 
 

@@ -153,9 +153,11 @@ def rollout_strips(pairs: Sequence[tuple[str, str]], out_dir: Path, frames: int 
     return figures, notes
 
 
-def published_section(pairs: list[tuple[str, str]]) -> list[str]:
+def published_section(pairs: list[tuple[str, str]], cells: list[Any] = ()) -> list[str]:
     """The package's published rows (``imaginebench.reference_results``) of every reported env and
-    profile, marked as published, to read the runs above against."""
+    profile, marked as published, to read the runs above against; where the runs above used other
+    gradient steps, evaluation episodes or seed counts than the rows, a line says they are not
+    comparable."""
     from imaginebench.evaluation.published import format_rows, reference_results
 
     lines: list[str] = []
@@ -167,5 +169,29 @@ def published_section(pairs: list[tuple[str, str]]) -> list[str]:
         if rows:
             lines += [f"## Published rows: {env}, profile `{profile}` (shipped with the package, not your runs)", "",
                       "Success (%) = mean over seeds of each run's mean of its last five checkpoints; each row was "
-                      "produced by the command in `imaginebench.reference_results()`.", "", format_rows(rows), ""]
+                      "produced by the command in `imaginebench.reference_results()`.", ""]
+            differs = _not_comparable([c for c in cells if (c.env, c.profile) == (env, profile)], rows)
+            lines += ([differs, ""] if differs else []) + [format_rows(rows), ""]
     return lines
+
+
+def _not_comparable(cells: list[Any], rows: list[dict[str, Any]]) -> str | None:
+    """A sentence naming how the runs of ``cells`` differ from the published ``rows`` (gradient steps,
+    evaluation episodes per task, seeds), or ``None`` if they were run the same way."""
+    def joined(values: Any) -> str:
+        return "/".join(f"{v:,}" for v in sorted(values))
+
+    if not cells:
+        return None
+    ours = {"gradient steps": {s for c in cells for s in c.step_counts},
+            "evaluation episodes per task": {e for c in cells for _, e in c.reference},
+            "seeds": {c.n for c in cells}}
+    theirs = {"gradient steps": {int(r["steps"]) for r in rows},
+              "evaluation episodes per task": {int(r["eval_episodes_per_task"]) for r in rows},
+              "seeds": {int(r["n"]) for r in rows}}
+    diffs = [f"{joined(ours[k])} {k} (published: {joined(theirs[k])})" for k in ours
+             if ours[k] and not ours[k] <= theirs[k]]
+    if not diffs:
+        return None
+    return ("**Not comparable with the runs above**: they used " + ", ".join(diffs) + "; rerun them with the "
+            "profile's defaults to compare.")
