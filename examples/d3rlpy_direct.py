@@ -10,11 +10,16 @@ No ImagineBench training code is involved: the real and imaginary arrays become 
 from __future__ import annotations
 
 import argparse
+import logging
 
-import d3rlpy
 import numpy as np
+import structlog
 
 import imaginebench
+from imaginebench.algos import load_d3rlpy
+
+d3rlpy = load_d3rlpy()  # d3rlpy, imported without the banner its gym dependency prints
+structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))  # d3rlpy's info lines off
 
 
 def main() -> None:
@@ -26,7 +31,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--encoder", default=None)
     parser.add_argument("--episodes-per-task", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (one is fastest for networks "
+                        "this size; see imaginebench.set_threads)")
     args = parser.parse_args()
+    imaginebench.set_threads(args.threads)
     d3rlpy.seed(args.seed)
 
     real, imaginary = imaginebench.get_dataset(args.env, args.level, profile=args.profile, build=True)

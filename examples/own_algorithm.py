@@ -38,7 +38,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--encoder", default=None, help="instruction encoder (default: the package's)")
     parser.add_argument("--episodes-per-task", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (one is fastest for networks "
+                        "this size; see imaginebench.set_threads)")
     args = parser.parse_args()
+    imaginebench.set_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
 

@@ -14,8 +14,12 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
 
-def _ignore_interrupts() -> None:
+def _worker_start() -> None:
+    """Each worker: Ctrl-C is the parent's to handle, and one CPU thread (workers run side by side)."""
+    from imaginebench.threads import one_thread_per_worker
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    one_thread_per_worker()
 
 
 class WorkerPool:
@@ -31,12 +35,12 @@ class WorkerPool:
 
 @contextmanager
 def worker_pool(workers: int) -> Iterator[WorkerPool]:
-    """A pool of ``workers`` processes that ignore SIGINT; if the block raises (Ctrl-C included),
+    """A pool of ``workers`` processes that ignore SIGINT and use one thread each; if the block raises (Ctrl-C included),
     the workers are terminated before the exception goes on, so nothing is left running and
     nothing waits on them.  (``multiprocessing.Pool``: its ``terminate`` is immediate, where a
     ``concurrent.futures`` pool whose workers are killed leaves an exit handler that prints a
     traceback.)"""
-    pool = multiprocessing.get_context().Pool(workers, initializer=_ignore_interrupts)
+    pool = multiprocessing.get_context().Pool(workers, initializer=_worker_start)
     try:
         yield WorkerPool(pool)
     except BaseException:

@@ -4,6 +4,7 @@
 ``factory`` need the ``rl`` extra (d3rlpy, torch).
 """
 
+from imaginebench.algos._d3rlpy import load as load_d3rlpy
 from imaginebench.algos.registry import (
     ALGORITHMS,
     AlgoSpec,
@@ -14,4 +15,4 @@ from imaginebench.algos.registry import (
     resolve,
 )
 
-__all__ = ["ALGORITHMS", "AlgoSpec", "algorithm_names", "fitting", "get_spec", "register", "resolve"]
+__all__ = ["ALGORITHMS", "AlgoSpec", "algorithm_names", "fitting", "get_spec", "load_d3rlpy", "register", "resolve"]

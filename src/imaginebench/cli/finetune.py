@@ -59,13 +59,9 @@ def finetune(
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
-    from imaginebench import limits
+    from imaginebench.threads import set_threads
 
-    limits.count("--threads", threads, high=limits.available_cpus())
-    if threads > 0:
-        import torch
-
-        torch.set_num_threads(threads)
+    set_threads(threads)
     if not (device == "cpu" or device.startswith("cpu:") or device.startswith("cuda")):
         raise UsageError(f"Unknown --device {device!r}; use cpu or cuda.")
     device = {"cpu": "cpu:0", "cuda": "cuda:0"}.get(device, device)

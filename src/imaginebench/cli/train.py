@@ -108,13 +108,9 @@ def train(
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
-    from imaginebench import limits
+    from imaginebench.threads import set_threads
 
-    limits.count("--threads", threads, high=limits.available_cpus())
-    if threads > 0:
-        import torch
-
-        torch.set_num_threads(threads)
+    set_threads(threads)
     from imaginebench.data.hub import IMAGINARY_VARIANTS
     from imaginebench.errors import choice_error
 
