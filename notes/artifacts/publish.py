@@ -1,9 +1,10 @@
-"""Publish this session's finished cells: HOME/runs records -> rows in results-small.json.
+"""Publish finished cells: HOME/runs records -> rows in results-small.json (used since session 39).
 
-    python notes/artifacts/grounding_s39/publish.py --home /work/hm --commit <commit> --machine "..." --data imaginary-grounded real-retrieval [--env E ...] [--dry-run]
+    python notes/artifacts/publish.py --home /work/hm --commit <commit> --machine "..." --data real real-retrieval [--env E ...] [--level L ...] [--dry-run]
 
-Only records of the given data variants (and envs) with seeds 0, 1, 2 at the profile's full steps; a row of
-the same (env, level, algorithm, data) is replaced.
+Only records of the given data variants (and envs, levels) with seeds 0, 1, 2 at the profile's full steps for
+their domain (Profile.steps_for) and its real train size (Profile.episodes); a row of the same (env, level,
+algorithm, data) is replaced.
 """
 from __future__ import annotations
 
@@ -26,18 +27,22 @@ ap.add_argument("--profile", default="small")
 ap.add_argument("--dry-run", action="store_true")
 ap.add_argument("--data", nargs="+", required=True)
 ap.add_argument("--env", nargs="*", default=None)
+ap.add_argument("--level", nargs="*", default=None)
 args = ap.parse_args()
-steps = get_profile(args.profile).train_steps
+prof = get_profile(args.profile)
 groups: dict[tuple, list[dict]] = defaultdict(list)
 for path in sorted((Path(args.home) / "runs").rglob("record.json")):
     rec = json.loads(path.read_text())
-    if rec.get("profile") == args.profile and rec["data"] in args.data and not rec.get("tag") and (not args.env or rec["env"] in args.env):
+    if (rec.get("profile") == args.profile and rec["data"] in args.data and not rec.get("tag")
+            and (not args.env or rec["env"] in args.env) and (not args.level or rec["level"] in args.level)):
         groups[(rec["env"], rec["level"], rec["algo"], rec["data"])].append(rec)
 rows = []
 for key, recs in sorted(groups.items()):
     seeds = sorted(int(r["seed"]) for r in recs)
-    if seeds != [0, 1, 2] or any(int(r["steps"]) != steps for r in recs):
-        print(f"left out {key}: seeds {seeds}")
+    steps, real = prof.steps_for(key[0]), prof.episodes(key[0], "real", "train")
+    sizes = {(int(r["steps"]), next(s["episodes"] for s in r["sources"] if s["name"] == "real")) for r in recs}
+    if seeds != [0, 1, 2] or sizes != {(steps, real)}:
+        print(f"left out {key}: seeds {seeds}, (steps, real episodes) {sorted(sizes)} vs the profile's {(steps, real)}")
         continue
     rows += rows_from_records(recs, commit=args.commit, command=COMMAND, measured_on=date.today().isoformat(),
                               machine=args.machine)
