@@ -33,7 +33,7 @@ ALGO ?= $(if $(filter CLEVR-v0 BabyAI-v0,$(ENV)),discrete_bc,bc)
 comma := ,
 # the novel levels with imaginary data: LIBERO ships none for hard (no rollout passed the honest filter)
 LEVELS ?= $(if $(filter LIBERO-v0,$(ENV)),rephrase$(comma)easy,rephrase$(comma)easy$(comma)hard)
-MINUTES_CLEVR-v0 = about 13 min on 2 cores: collect real data (~1 min)$(comma) calibrate (~1 min)$(comma) 6 runs on 2 Ray workers (~11 min)$(comma)
+MINUTES_CLEVR-v0 = about 13 min on 2 free cores (22 min measured on a loaded 2-core Xeon): collect real data (~1 min)$(comma) calibrate (~1 min)$(comma) 6 runs on 2 Ray workers (~11 min)$(comma)
 MINUTES_HalfCheetah-v0 = roughly 20 min on 2 cores (estimated from 3-seed BC cells; not timed end to end): collect real data (~1 min)$(comma) calibrate (~3 min)$(comma) 6 runs on 2 Ray workers (~15 min)$(comma)
 RUN_MINUTES = $(or $(MINUTES_$(ENV)),each stage prints its own estimate:)
 run: install
