@@ -329,3 +329,9 @@ def test_checkpoint_save_is_atomic_and_cleans_up(tmp_path, monkeypatch):
     assert names == sorted([ckpt.META, second["weights"], second["optimizer"]])
     loaded, meta = ckpt.load_checkpoint(folder, device="cpu")
     assert torch.equal(loaded.end_head.bias, model.end_head.bias) and meta["loaded"]["which"] == "best"
+
+
+def test_every_name_the_imagination_package_exports_resolves():
+    import imaginebench.imagination as imagination
+
+    assert all(getattr(imagination, name) is not None for name in imagination.__all__)
