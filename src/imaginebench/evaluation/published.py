@@ -168,7 +168,7 @@ def format_rows(rows: Iterable[Mapping[str, Any]]) -> str:
              "|---|---|---|---|---:|---:|---:|---|"]
     for r in rows:
         spread = f" ± {100 * r['std']:.1f}" if r.get("std") is not None else ""
-        norm = f"{r['normalised']:.0f}" if r.get("normalised") is not None else "–"
+        norm = f"{round(r['normalised']):d}" if r.get("normalised") is not None else "–"  # no "-0"
         old = "" if is_current(r) else f" (real {r.get('real_episodes')}, {r['steps']} steps: older sizes)"
         lines.append(f"| {r['env']} | {r['level']} | {r['algorithm']} | {r['data_label']}{old} | {r['n']} | "
                      f"{100 * r['mean']:.1f}{spread} | {norm} | {r['version']} ({r['commit'][:7]}) |")
