@@ -72,3 +72,27 @@ def test_after_an_interrupted_collect_the_same_command_completes(tmp_path):
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
     assert (tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "real-train.npz").exists()
+
+
+def test_an_interrupted_train_says_so_and_the_rerun_resumes(tmp_path):
+    collect = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "60"], tmp_path)
+    assert collect.wait(timeout=300) == 0
+    train = ["train", "--env", "CLEVR-v0", "--algo", "bc", "--seeds", "0", "--profile", "tiny", "--real-only",
+             "--level", "easy", "--steps", "1200", "--checkpoint-every", "200", "--eval-episodes", "1",
+             "--no-progress"]
+    proc = _start(train, tmp_path)
+    folder = tmp_path / "runs" / "CLEVR-v0" / "tiny" / "easy" / "real" / "discrete_bc" / "seed0"
+    deadline = time.monotonic() + 240
+    while not (folder / "checkpoint.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (folder / "checkpoint.pt").exists(), "no checkpoint was written"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert [line for line in err.splitlines() if line.strip()][-1] == (
+        "interrupted; rerun the same command to resume (finished work is kept).")
+    assert not (folder / "record.json").exists()
+    again = _start(train, tmp_path)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert "resumed from step" in out and (folder / "record.json").exists()
