@@ -9,6 +9,7 @@ import typer
 from imaginebench.algos.registry import algorithm_names
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.errors import UsageError
+from imaginebench.training.spec import DEFAULT_MIX_RATIO, RunSpec
 
 
 UNSTACKED = ("dt", "discrete_dt")
@@ -70,14 +71,14 @@ def train(
                                   "the domain's pure success + legality functions), unfiltered, oracle (also "
                                   "checked against the simulator: a diagnostic), or grounded (actions checked "
                                   "by dynamics learned from real train data: imagine ground)."),
-    mix_ratio: float = typer.Option(0.5, "--mix-ratio", help="Share of each batch from imaginary (or upper-bound) "
+    mix_ratio: float = typer.Option(DEFAULT_MIX_RATIO, "--mix-ratio", help="Share of each batch from imaginary (or upper-bound) "
                                     "data."),
     steps: Optional[int] = typer.Option(None, "--steps", help="Override the profile's gradient steps."),
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Override the profile's "
                                                    "checkpoint interval."),
     eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", help="Override evaluation episodes per task."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Override the profile's batch size."),
-    standardize: str = typer.Option("all", "--standardize", help="Observation standardisation: none, embedding, all."),
+    standardize: str = typer.Option(RunSpec.standardize, "--standardize", help="Observation standardisation: none, embedding, all."),
     encoder: Optional[str] = typer.Option(None, "--encoder", help="Instruction encoder name (default: the "
                                           "package's MiniLM)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override an algorithm default, FIELD=VALUE "
@@ -100,7 +101,6 @@ def train(
     retrieval) train it once and each write their own record.
     """
     from imaginebench.config import get_profile
-    from imaginebench.training import RunSpec
     from imaginebench.training import train_seeds
 
     if real_upper_bound and (real_only or retrieval):
