@@ -96,3 +96,29 @@ def test_an_interrupted_train_says_so_and_the_rerun_resumes(tmp_path):
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
     assert "resumed from step" in out and (folder / "record.json").exists()
+
+
+@pytest.mark.xdist_group("ray")  # one local Ray instance at a time under pytest-xdist
+def test_one_ctrl_c_ends_a_ray_grid(tmp_path):
+    collect = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "60"], tmp_path)
+    assert collect.wait(timeout=300) == 0
+    proc = _start(["bench", "--envs", "CLEVR-v0", "--algos", "bc", "--levels", "easy", "--data", "real", "--seeds",
+                   "0", "1", "2", "--profile", "tiny", "--cpus", "1", "--no-progress"], tmp_path)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "runs").exists() and time.monotonic() < deadline:  # a run has started
+        time.sleep(0.2)
+    assert proc.poll() is None, "the grid ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert time.monotonic() - sent < 20 and proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted; rerun the same command to resume (finished work is kept)."
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _group_alive(proc.pid), "a Ray process outlived the grid"
