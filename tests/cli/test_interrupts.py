@@ -122,3 +122,21 @@ def test_one_ctrl_c_ends_a_ray_grid(tmp_path):
     while _group_alive(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _group_alive(proc.pid), "a Ray process outlived the grid"
+
+
+def test_an_interrupted_rollout_model_fine_tune_says_how_to_resume(tmp_path):
+    collect = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "60"], tmp_path)
+    assert collect.wait(timeout=300) == 0
+    train = ["imagine", "train", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone", "tiny", "--steps", "4000",
+             "--no-progress"]
+    proc = _start(train, tmp_path)
+    folder = tmp_path / "models" / "rollout-lm" / "CLEVR-v0" / "tiny"
+    deadline = time.monotonic() + 240
+    while not list(folder.rglob("checkpoint.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(folder.rglob("checkpoint.json")), "no checkpoint was written"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert [line for line in err.splitlines() if line.strip()][-1] == (
+        "interrupted; rerun the same command to resume (finished work is kept).")
