@@ -185,6 +185,11 @@ class WriterLock:
             os.close(fd)
             raise Busy(f"{self.path.parent} is being written by {holder}; wait for that {self.what} to finish or "
                        f"stop it, then rerun this command (it resumes).") from None
+        except OSError as exc:  # a file system without locks (some network mounts): write unlocked, say so
+            import logging
+
+            logging.getLogger("imaginebench").warning("Cannot lock %s (%s); two writers of this %s would not be "
+                                                      "kept apart.", self.path, exc.strerror or exc, self.what)
         os.ftruncate(fd, 0)
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}".encode())
