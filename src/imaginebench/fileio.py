@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -186,8 +187,6 @@ class WriterLock:
             raise Busy(f"{self.path.parent} is being written by {holder}; wait for that {self.what} to finish or "
                        f"stop it, then rerun this command (it resumes).") from None
         except OSError as exc:  # a file system without locks (some network mounts): write unlocked, say so
-            import logging
-
             logging.getLogger("imaginebench").warning("Cannot lock %s (%s); two writers of this %s would not be "
                                                       "kept apart.", self.path, exc.strerror or exc, self.what)
         os.ftruncate(fd, 0)
