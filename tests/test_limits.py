@@ -45,13 +45,13 @@ def test_a_large_worker_count_never_starts_more_processes_than_the_cap(monkeypat
     collect_module = importlib.import_module("imaginebench.data.collect")  # the package re-exports a function
 
     started: list[int] = []
+    pool = collect_module.worker_pool
 
-    class CountingPool(collect_module.ProcessPoolExecutor):
-        def __init__(self, max_workers=None, *args, **kwargs):
-            started.append(max_workers)
-            super().__init__(max_workers, *args, **kwargs)
+    def counting_pool(workers):
+        started.append(workers)
+        return pool(workers)
 
-    monkeypatch.setattr(collect_module, "ProcessPoolExecutor", CountingPool)
+    monkeypatch.setattr(collect_module, "worker_pool", counting_pool)
     cap = limits.available_cpus()
     with pytest.raises(UsageError, match="more worker processes"):
         collect_module.collect("Toy-v0", "train", 4, workers=10_000, progress=False)

@@ -195,11 +195,19 @@ class WriterLock:
         self._fd = fd
         return self
 
-    def release(self) -> None:
-        """Let the lock go (again: nothing)."""
+    def release(self, tidy: bool = False) -> None:
+        """Let the lock go (again: nothing).  With ``tidy`` (a writer that failed before writing
+        anything), a folder that holds nothing but the lock file is removed, so a failed command
+        leaves no trace."""
         if self._fd is not None:
             import fcntl
 
+            if tidy and [p.name for p in self.path.parent.iterdir()] == [LOCK_NAME]:
+                self.path.unlink(missing_ok=True)
+                try:
+                    self.path.parent.rmdir()
+                except OSError:
+                    pass
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None

@@ -67,8 +67,10 @@ def data_info(
         paths = sorted(root.glob("*/*/*.npz"))
         shipped = [p for p in sorted(Path(REFERENCE_ROOT).glob("*/*/*.npz"))
                    if not (root / p.relative_to(REFERENCE_ROOT)).exists()]
+    if not paths and not as_json:
+        typer.echo(f"No datasets under {root}. Build one with: imaginebench data collect"
+                   + ("\nShipped with the package:" if shipped else ""))
     if not paths and not shipped:
-        typer.echo(f"No datasets under {root}. Build one with: imaginebench data collect")
         return
     rows = []
     for p, is_shipped in [*((p, False) for p in paths), *((p, True) for p in shipped)]:

@@ -269,7 +269,7 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
             run.instr = table.ids(texts)
         run.resumed_from = run.env_steps
     except BaseException:
-        lock.release()
+        lock.release(tidy=True)  # a start that failed before writing leaves no folder behind
         raise
     run.lock = lock
     return run

@@ -154,7 +154,7 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
             return _prepare(resolved, encoder, env_factory, device)
         run = _build(resolved, config, sources, weights, source_info, encoder, env_factory, device)
     except BaseException:
-        lock.release()
+        lock.release(tidy=True)  # a start that failed before writing leaves no folder behind
         raise
     run.lock = lock
     return run
