@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 COLLECT = ["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--workers", "2"]
-CALIBRATE = ["calibrate", "--env", "CLEVR-v0", "--level", "easy", "--workers", "2", "--no-progress",
-             "--out", "{home}/calibration"]
+CALIBRATE = ["calibrate", "--env", "CLEVR-v0", "--level", "train", "--workers", "2", "--expert-episodes", "50",
+             "--random-episodes", "400", "--max-random-episodes", "400", "--no-progress", "--out", "{home}/table.md"]
 
 
 def _start(args: list[str], home: Path) -> subprocess.Popen:
@@ -35,7 +35,7 @@ def _group_alive(pgid: int) -> bool:
 
 @pytest.mark.parametrize("args,after_s", [(COLLECT + ["--episodes", "3000"], 6.0),
                                           (COLLECT + ["--episodes", "3000"], 12.0),
-                                          (CALIBRATE, 8.0)])
+                                          (CALIBRATE, 5.0)])
 def test_one_ctrl_c_ends_a_multi_process_verb_at_once(tmp_path, args, after_s):
     proc = _start(args, tmp_path)
     time.sleep(after_s)
