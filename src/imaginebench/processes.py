@@ -13,11 +13,11 @@ import signal
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
+from imaginebench.threads import one_thread_per_worker
+
 
 def _worker_start() -> None:
     """Each worker: Ctrl-C is the parent's to handle, and one CPU thread (workers run side by side)."""
-    from imaginebench.threads import one_thread_per_worker
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     one_thread_per_worker()
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from imaginebench import limits
+
 DEFAULT_THREADS = 1
 
 
@@ -21,8 +23,6 @@ def set_threads(threads: int | None = None) -> int:
     """Use ``threads`` (default :data:`DEFAULT_THREADS`) torch CPU threads in this process, and in
     processes it starts later (``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` when not set already);
     returns the count.  More threads than CPUs available is a one-line error."""
-    from imaginebench import limits
-
     n = limits.count("--threads", DEFAULT_THREADS if threads is None else threads, high=limits.available_cpus())
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, str(n))

@@ -25,6 +25,19 @@ def _start(args: list[str], home: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
+def _interrupt(proc: subprocess.Popen, within_s: float) -> str:
+    """Ctrl-C to ``proc``'s process group; its stderr once it ended (killed if it outlives ``within_s``)."""
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=within_s)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert time.monotonic() - sent < within_s
+    return err
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -40,14 +53,7 @@ def test_one_ctrl_c_ends_a_multi_process_verb_at_once(tmp_path, args, after_s):
     proc = _start(args, tmp_path)
     time.sleep(after_s)
     assert proc.poll() is None, "the command ended before it could be interrupted; give it more work"
-    os.killpg(proc.pid, signal.SIGINT)
-    sent = time.monotonic()
-    try:
-        _, err = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert time.monotonic() - sent < 10
+    err = _interrupt(proc, 10)
     lines = [line for line in err.splitlines() if line.strip() and "it/s" not in line and "ep/s" not in line
              and "%|" not in line]
     assert proc.returncode == 130, err
@@ -108,14 +114,8 @@ def test_one_ctrl_c_ends_a_ray_grid(tmp_path):
     while not (tmp_path / "runs").exists() and time.monotonic() < deadline:  # a run has started
         time.sleep(0.2)
     assert proc.poll() is None, "the grid ended before it could be interrupted"
-    os.killpg(proc.pid, signal.SIGINT)
-    sent = time.monotonic()
-    try:
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert time.monotonic() - sent < 20 and proc.returncode == 130, err
+    err = _interrupt(proc, 20)
+    assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "interrupted; rerun the same command to resume (finished work is kept)."
     assert "Traceback" not in err
     deadline = time.monotonic() + 10
