@@ -17,12 +17,14 @@ CALIBRATE = ["calibrate", "--env", "CLEVR-v0", "--level", "train", "--workers", 
              "--random-episodes", "400", "--max-random-episodes", "400", "--no-progress", "--out", "{home}/table.md"]
 
 
-def _start(args: list[str], home: Path) -> subprocess.Popen:
+def _start(args: list[str], home: Path, stdout: Path | None = None) -> subprocess.Popen:
+    """The CLI in its own process; its stdout to ``stdout`` (a file, read while it runs) if given."""
     env = {**os.environ, "IMAGINEBENCH_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     code = "import sys; from imaginebench.cli import main; main(sys.argv[1:])"
     # its own process group, as a terminal's foreground job: Ctrl-C reaches the workers too
     return subprocess.Popen([sys.executable, "-c", code, *[a.format(home=home) for a in args]], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE if stdout is None else stdout.open("w"), stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
 
 
 def _interrupt(proc: subprocess.Popen, within_s: float) -> str:
@@ -46,8 +48,10 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("args,after_s", [(COLLECT + ["--episodes", "3000"], 6.0),
+@pytest.mark.parametrize("args,after_s", [(COLLECT + ["--episodes", "3000"], 3.0),  # workers starting
+                                          (COLLECT + ["--episodes", "3000"], 6.0),
                                           (COLLECT + ["--episodes", "3000"], 12.0),
+                                          (CALIBRATE, 3.0),
                                           (CALIBRATE, 5.0)])
 def test_one_ctrl_c_ends_a_multi_process_verb_at_once(tmp_path, args, after_s):
     proc = _start(args, tmp_path)
@@ -140,3 +144,67 @@ def test_an_interrupted_rollout_model_fine_tune_says_how_to_resume(tmp_path):
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert [line for line in err.splitlines() if line.strip()][-1] == (
         "interrupted; rerun the same command to resume (finished work is kept).")
+
+
+def _wait_for(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert predicate(), what
+
+
+def _last_line(err: str) -> str:
+    return [line for line in err.splitlines() if line.strip()][-1].split("\r")[-1]
+
+
+def test_an_interrupted_generation_keeps_its_rounds_and_the_rerun_takes_them_over(tmp_path):
+    """`imagine generate` (one process) ends on Ctrl-C with the same line, saves no dataset, and the
+    same command resumes from the finished best-of-N rounds, saying so."""
+    collect = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "60"], tmp_path)
+    assert collect.wait(timeout=300) == 0
+    lm = _start(["imagine", "train", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone", "tiny", "--steps", "20",
+                 "--no-progress"], tmp_path)
+    assert lm.wait(timeout=300) == 0
+    generate = ["imagine", "generate", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone", "tiny", "--level",
+                "easy", "--episodes", "200", "--budget", "8", "--batch-size", "16", "--no-stop-on-end", "--no-score"]
+    partial = tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "imaginary-easy.partial"
+    proc = _start(generate, tmp_path)
+    _wait_for(lambda: (partial / "state.json").exists() or proc.poll() is not None, 300, "no round was finished")
+    assert proc.poll() is None, "the generation ended before it could be interrupted; give it more work"
+    err = _interrupt(proc, 10)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert _last_line(err) == "interrupted; rerun the same command to resume (finished work is kept)."
+    assert not list(partial.parent.glob("imaginary-easy*.npz"))  # no dataset from half a level
+    assert list(partial.glob("round-*.npz"))
+    log = tmp_path / "rerun.txt"
+    again = _start(generate, tmp_path, stdout=log)
+    _wait_for(lambda: "resuming from 1 finished round" in log.read_text() or again.poll() is not None, 300,
+              "the rerun did not say it resumed")
+    assert "resuming from" in log.read_text()
+    if again.poll() is None:  # it took the rounds over; a second Ctrl-C is as clean as the first
+        err = _interrupt(again, 10)
+        assert again.returncode == 130 and "Traceback" not in err, err
+    else:
+        assert again.returncode == 0, again.stderr.read()
+
+
+def test_an_interrupted_online_fine_tune_says_so_and_the_rerun_resumes(tmp_path):
+    collect = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "60"], tmp_path)
+    assert collect.wait(timeout=300) == 0
+    finetune = ["finetune", "--env", "CLEVR-v0", "--level", "easy", "--from", "scratch", "--method", "discrete_cql",
+                "--profile", "tiny", "--budget", "1600", "--eval-every", "400", "--seeds", "0", "--no-progress"]
+    folder = tmp_path / "finetune" / "CLEVR-v0" / "tiny" / "easy" / "scratch" / "discrete_cql" / "seed0"
+    proc = _start(finetune, tmp_path)
+    _wait_for(lambda: (folder / "checkpoint.pt").exists() or proc.poll() is not None, 300, "no checkpoint was written")
+    first = (folder / "checkpoint.pt").stat().st_mtime_ns  # the one at env step 0: wait for the next
+    _wait_for(lambda: (folder / "checkpoint.pt").stat().st_mtime_ns != first or proc.poll() is not None, 300,
+              "no second checkpoint was written")
+    assert proc.poll() is None, "the fine-tune ended before it could be interrupted"
+    err = _interrupt(proc, 10)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert _last_line(err) == "interrupted; rerun the same command to resume (finished work is kept)."
+    assert not (folder / "record.json").exists()
+    again = _start(finetune, tmp_path)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert "resumed from env step" in out and (folder / "record.json").exists()

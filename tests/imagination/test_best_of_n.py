@@ -168,6 +168,7 @@ def test_a_level_killed_mid_way_resumes_to_the_same_dataset(tmp_path, monkeypatc
     finally:
         sampler.close()
     assert resumed.per_task == whole.per_task
+    assert (whole.resumed_rounds, resumed.resumed_rounds) == (0, 1)  # what the CLI tells the user
     assert len(resumed.candidates) == len(whole.candidates)
     for a, b in zip(resumed.kept + resumed.candidates, whole.kept + whole.candidates):
         assert a.task == b.task and a.instruction == b.instruction

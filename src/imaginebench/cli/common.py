@@ -17,6 +17,7 @@ import traceback
 from typing import Callable
 
 import typer
+from tqdm import tqdm
 
 from imaginebench.config import PROFILES
 from imaginebench.errors import UsageError
@@ -32,6 +33,22 @@ INTERRUPTED_EXIT = 130
 INTERRUPTED_LINE = "interrupted; rerun the same command to resume (finished work is kept)."
 DEBUG_ENV_VAR = "IMAGINEBENCH_DEBUG"
 """Set to 1 (or yes/true) to see the traceback behind a one-line error."""
+
+
+def close_progress_bars() -> None:
+    """Close every live tqdm bar, so none redraws itself below the one-line message that ends a
+    command (an exception or Ctrl-C leaves them open until the interpreter exits)."""
+    for bar in list(getattr(tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # noqa: BLE001  (a half-built bar: nothing left to redraw)
+            pass
+
+
+def say_last(line: str) -> None:
+    """``line`` on stderr as the command's last words, after any progress bar."""
+    close_progress_bars()
+    typer.echo(line, err=True)
 
 
 def debug_enabled() -> bool:
@@ -74,14 +91,14 @@ def friendly(fn: Callable) -> Callable:
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             if isinstance(exc, OSError) and exc.errno is not None:
                 msg = os_error_message(exc)
-            typer.echo(f"error: {msg}", err=True)
+            say_last(f"error: {msg}")
             raise typer.Exit(USAGE_EXIT if isinstance(exc, UsageError) else RUNTIME_EXIT) from None
         except OSError as exc:
             _show_traceback()
-            typer.echo(f"error: {os_error_message(exc)}", err=True)
+            say_last(f"error: {os_error_message(exc)}")
             raise typer.Exit(RUNTIME_EXIT) from None
         except KeyboardInterrupt:  # Ctrl-C: worker pools are already down (imaginebench.processes)
-            typer.echo(INTERRUPTED_LINE, err=True)
+            say_last(INTERRUPTED_LINE)
             raise typer.Exit(INTERRUPTED_EXIT) from None
 
     return wrapper
@@ -113,7 +130,7 @@ def run_app(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except (typer.Abort, getattr(click_errors, "Abort", typer.Abort), KeyboardInterrupt):
         # click turns Ctrl-C into Abort; workers were stopped on the way out (imaginebench.processes)
-        typer.echo(INTERRUPTED_LINE, err=True)
+        say_last(INTERRUPTED_LINE)
         return INTERRUPTED_EXIT
     return code if isinstance(code, int) else 0
 

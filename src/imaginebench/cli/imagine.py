@@ -182,7 +182,9 @@ def imagine_generate(
         q = r.quality
         typer.echo(f"{r.level}: kept {r.episodes} of {r.generated} candidates ({q['candidates_per_kept']:.1f} per kept; "
                    f"filter {q['filter']}; {len(q['tasks_short_of_quota'])} tasks short of quota) -> {r.path}; "
-                   f"{t['imagined_steps']} steps at {t['steps_per_second']:.0f} steps/s")
+                   f"{t['imagined_steps']} steps at {t['steps_per_second']:.0f} steps/s"
+                   + (f"; resumed from {r.resumed_rounds} finished round{'s' if r.resumed_rounds != 1 else ''}"
+                      if r.resumed_rounds else ""))
     if all(r.quality.get("scored") for r in results):
         typer.echo(format_table([r.quality for r in results]))
 

@@ -67,6 +67,8 @@ class BestOfN:
     per_task: dict[str, dict[str, int]]
     throughput: dict[str, float]
     oracle_checked: int = 0
+    resumed_rounds: int = 0
+    """Rounds read back from an interrupted run's ``.partial`` folder (0: a fresh run)."""
 
     @property
     def generated(self) -> int:
@@ -175,6 +177,7 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
                 kept[t].append(ep if stored is None else stored[i])
         bar.update(sum(len(v) for v in kept.values()) - before)
 
+    done: list[tuple[list[Episode], np.ndarray]] = []
     if store is not None:
         done = store.load()
         for eps, ok in done:
@@ -184,8 +187,11 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
             gen.set_state(torch.tensor(store.extra["gen_state"], dtype=torch.uint8))
             seconds, steps = float(store.extra["seconds"]), int(store.extra["steps"])
             oracle_checked = int(store.extra.get("oracle_checked", 0))
-            logger.info("Resuming %s from %d finished rounds (%d candidates) in %s.", desc, len(done),
-                        len(candidates), store.folder)
+            msg = (f"{desc}: resuming from {len(done)} finished round{'s' if len(done) != 1 else ''} "
+                   f"({len(candidates):,} candidates) in {store.folder}")
+            logger.info(msg)
+            if progress:
+                tqdm.write(msg)
     action_shape = () if domain.discrete_actions else (domain.action_dim,)
     while True:
         requests: list[tuple[str, int]] = []
@@ -222,4 +228,5 @@ def best_of_n(model: Any, domain: Domain, sampler: StartSampler, quotas: Mapping
                   "steps_per_second": steps / seconds if seconds > 0 else math.inf,
                   "rollouts_per_second": len(candidates) / seconds if seconds > 0 else math.inf}
     return BestOfN(kept=_round_robin(kept), unfiltered=_round_robin(first),
-                   candidates=candidates, per_task=per_task, throughput=throughput, oracle_checked=oracle_checked)
+                   candidates=candidates, per_task=per_task, throughput=throughput, oracle_checked=oracle_checked,
+                   resumed_rounds=len(done))

@@ -55,6 +55,8 @@ class GenerateResult:
     dropped: int
     throughput: dict[str, float]
     quality: dict[str, Any]
+    resumed_rounds: int = 0
+    """Best-of-N rounds taken over from an interrupted run of the same command."""
 
 
 
@@ -206,4 +208,5 @@ def generate_level(
     write_quality(quality_path(path), report)
     store.remove()  # the level is saved: its rounds are no longer needed
     return GenerateResult(level=level, path=path, episodes=len(kept), generated=result.generated,
-                          dropped=result.generated - len(kept), throughput=result.throughput, quality=report)
+                          dropped=result.generated - len(kept), throughput=result.throughput, quality=report,
+                          resumed_rounds=result.resumed_rounds)
