@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
+from imaginebench.errors import UsageError
 
 
 @app.command()
@@ -21,14 +22,23 @@ def results(
                                        "real-upper-bound."),
     profile: Optional[str] = typer.Option("small", "--profile", help=PROFILE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (every field, command included)."),
+    baselines: bool = typer.Option(False, "--baselines", help="The side-by-side table instead: per domain, "
+                                   "reference algorithm and level, real only / retrieval / real + imaginary / Real "
+                                   "upper bound (the README's table)."),
 ) -> None:
     """The published rows shipped with the package (imaginebench.reference_results) as a table:
     success over seeds (mean ± std), normalised score (0 chance, 100 expert), and the version and
     commit that measured them; rows measured at a domain's older sizes say so."""
     import json
 
-    from imaginebench.evaluation.published import format_rows, reference_results
+    from imaginebench.evaluation.published import baselines_table, format_rows, reference_results
 
+    if baselines:
+        if env or level or algo or data or as_json:
+            raise UsageError("--baselines shows the whole side-by-side table; drop --env, --level, --algo, --data "
+                             "and --json, or drop --baselines.")
+        typer.echo(baselines_table(profile or "small"))
+        return
     rows = reference_results(env, profile or "small", level=level, algorithm=algo, data=data)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))

@@ -173,3 +173,44 @@ def format_rows(rows: Iterable[Mapping[str, Any]]) -> str:
         lines.append(f"| {r['env']} | {r['level']} | {r['algorithm']} | {r['data_label']}{old} | {r['n']} | "
                      f"{100 * r['mean']:.1f}{spread} | {norm} | {r['version']} ({r['commit'][:7]}) |")
     return "\n".join(lines)
+
+
+BASELINE_COLUMNS = ("real", "real-retrieval", "imaginary", "imaginary-grounded", "real-upper-bound")
+"""The side-by-side comparison of :func:`baselines_table`, in reading order."""
+REFERENCE_ALGORITHMS = ("bc", "discrete_bc", "td3bc", "discrete_cql")
+"""The reference algorithms of every domain (BC / DiscreteBC, TD3+BC / DiscreteCQL)."""
+
+
+def baselines_table(profile: str = "small", algorithms: Iterable[str] = REFERENCE_ALGORITHMS) -> str:
+    """Markdown table: per domain, reference algorithm and level, the published success (%, mean
+    over seeds) of real only, retrieval, real + imaginary (honest, grounded) and the Real upper
+    bound side by side, with the train level's real-only row first (was the domain learned at
+    all?).  Only rows at the profile's present sizes; "–" where a cell is not published; the best
+    cell short of the upper bound in bold.  The README's table is this function's output (tested)."""
+    from imaginebench.envs.registry import ENV_IDS
+
+    rows = [r for r in reference_results(profile=profile) if is_current(r) and r["algorithm"] in tuple(algorithms)]
+    cells = {(r["env"], r["algorithm"], r["level"], r["data"]): r for r in rows}
+    order = {name: i for i, name in enumerate(algorithms)}
+    envs = [e for e in ENV_IDS if any(r["env"] == e for r in rows)]
+    heads = [DATA_LABELS[d].replace(" (real only)", "") for d in BASELINE_COLUMNS]
+    lines = [f"| domain | algorithm | level | {' | '.join(heads)} |", "|---|---|---|" + "---:|" * len(heads)]
+
+    def cell(row: Mapping[str, Any] | None, bold: bool) -> str:
+        if row is None:
+            return "–"
+        text = f"{100 * row['mean']:.1f}" + ("" if row["n"] >= 3 else f" (n={row['n']})")
+        return f"**{text}**" if bold else text
+
+    for env in envs:
+        for algo in sorted({a for (e, a, _, _) in cells if e == env}, key=order.__getitem__):
+            for level in ("train", "rephrase", "easy", "hard"):
+                found = [cells.get((env, algo, level, d)) for d in BASELINE_COLUMNS]
+                if not any(found):
+                    continue
+                compared = [r["mean"] for r in found[:-1] if r is not None]
+                best = max(compared) if len(compared) > 1 and max(compared) > 0 else None
+                texts = [cell(r, best is not None and r is not None and i < len(found) - 1 and r["mean"] == best)
+                         for i, r in enumerate(found)]
+                lines.append(f"| {env} | {algo} | {level} | {' | '.join(texts)} |")
+    return "\n".join(lines)
