@@ -18,8 +18,9 @@ skipped only when its optional extra is not installed.  What a domain must satis
 - the pure success module imports no simulator.
 
 The suite also runs on ``Lamps-v0`` (:mod:`tests.conformance.toy_domain`), a sixth domain written
-in one folder and added with one registry line: proof that nothing outside a domain's folder has
-to change for a new domain.
+in one folder and added with one public call, ``imaginebench.register_domain``: proof that nothing
+outside a domain's folder has to change for a new domain (``tests/test_plugin_domain.py`` takes it
+through every stage).
 """
 
 from __future__ import annotations
@@ -54,12 +55,14 @@ TRAIN_EPISODES = 12
 
 TOY = registry.EnvSpec("Lamps-v0", "tests.conformance.toy_domain.env:LampsEnv",
                        "tests.conformance.toy_domain.domain:LampsDomain", "lamps", ())
-"""The sixth domain's one registry line."""
+"""The sixth domain, as the public plug-in call registers it."""
 
 
 @pytest.fixture(autouse=True)
-def toy_registered(monkeypatch):
-    monkeypatch.setitem(registry.ENV_SPECS, TOY.env_id, TOY)
+def toy_registered():
+    imaginebench.register_domain(TOY.env_id, env_entry=TOY.env_entry, domain_entry=TOY.domain_entry, extra="lamps")
+    yield
+    imaginebench.unregister_domain(TOY.env_id)
 
 
 def installed(env_id: str) -> bool:

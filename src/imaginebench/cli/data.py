@@ -88,6 +88,23 @@ def data_info(
                    f"{r['instructions']} instructions, success {r['success_rate']:.1%}, mean length {r['mean_length']:.1f}")
 
 
+@data_app.command("levels")
+@friendly
+def data_levels(
+    env: str = typer.Option("CLEVR-v0", "--env", help="Environment id."),
+    profile: Optional[str] = ProfileOpt,
+) -> None:
+    """The novel levels that have imaginary data (built here or shipped), comma-separated: what
+    `make run` compares real and real + imaginary on."""
+    from imaginebench.data.hub import imaginary_levels
+
+    levels = imaginary_levels(env, profile)
+    if not levels:
+        raise FileNotFoundError(f"No imaginary data for {env} at any novel level; build some with: imaginebench "
+                                f"imagine train --env {env} && imaginebench imagine generate --env {env}")
+    typer.echo(",".join(levels))
+
+
 @data_app.command("export-minari")
 @friendly
 def data_export_minari(

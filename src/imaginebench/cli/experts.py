@@ -17,10 +17,10 @@ app.add_typer(experts_app, name="experts")
 
 def trained_domains() -> list[str]:
     """Env ids whose domain card names trained experts (read from the cards, no simulator)."""
-    from imaginebench.envs.registry import ENV_IDS, domain_class
+    from imaginebench.envs.registry import domain_class, env_ids
 
     found = []
-    for env_id in ENV_IDS:
+    for env_id in env_ids():
         try:
             if getattr(domain_class(env_id), "trained_experts", None) is not None:
                 found.append(env_id)

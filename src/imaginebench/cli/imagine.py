@@ -292,7 +292,7 @@ def imagine_render(
     frames: int = typer.Option(6, "--frames", help="Frames in the strip (evenly spaced, first and last included)."),
     out: Path = typer.Option(..., "--out", help="PNG file to write."),
 ) -> None:
-    """Draw one rollout (real or imagined) from its state vectors as a PNG strip (CLEVR-v0, BabyAI-v0, LIBERO-v0, HalfCheetah-v0, MetaWorld-v0).
+    """Draw one rollout (real or imagined) from its state vectors as a PNG strip (any domain whose env can draw a state vector: all five built-in ones).
 
     Sets MUJOCO_GL=egl unless MUJOCO_GL is already set."""
     import os

@@ -141,6 +141,14 @@ def load_reference(env_id: str, level: str, profile: str | None = None, variant:
     return dataclasses.replace(ds, metadata={**ds.metadata, "reference": True, "path": str(path)})
 
 
+def imaginary_levels(env_id: str, profile: str | None = None, variant: str = "honest") -> tuple[str, ...]:
+    """The novel levels of ``env_id`` that have ``variant`` imaginary data (the data home's or the
+    packaged reference dataset): the levels a real vs real + imaginary comparison can run on."""
+    return tuple(lv for lv in ("rephrase", "easy", "hard")
+                 if imaginary_path(env_id, lv, profile, variant).exists()
+                 or reference_available(env_id, lv, profile, variant))
+
+
 def find_imaginary(env_id: str, level: str, profile: str | None = None,
                    variant: str = "honest") -> tuple[EpisodeDataset, Path] | None:
     """The imaginary dataset of ``level`` and its file: the data home's, else the packaged reference

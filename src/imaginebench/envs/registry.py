@@ -6,8 +6,8 @@ Ids are registered by a loop over :data:`ENV_SPECS`; nothing is registered by ha
 from __future__ import annotations
 
 import functools
-
 import importlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,14 +51,74 @@ ENV_SPECS: dict[str, EnvSpec] = {
     )
 }
 
-ENV_IDS: tuple[str, ...] = tuple(ENV_SPECS)
+BUILT_IN: tuple[str, ...] = tuple(ENV_SPECS)
+"""The domains this package ships; :func:`register_domain` adds others."""
+
+
+def env_ids() -> tuple[str, ...]:
+    """Every registered env id: the built-in domains, then those added by :func:`register_domain`."""
+    return tuple(ENV_SPECS)
+
+
+def __getattr__(name: str) -> Any:
+    # ``ENV_IDS`` is computed on access, so a domain registered later is never missing from it
+    if name == "ENV_IDS":
+        return env_ids()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_ENV_ID = re.compile(r"^[A-Z][A-Za-z0-9]*-v[0-9]+$")
+_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def register_domain(env_id: str, *, env_entry: str, domain_entry: str, extra: str | None = None,
+                    requires: tuple[str, ...] | list[str] = ()) -> EnvSpec:
+    """Add a domain to the benchmark: every verb, ``make``, ``get_dataset``, the CLI and the report
+    then know ``env_id`` (registered with Gymnasium as ``ImagineBench/<env_id>``).
+
+    Args:
+        env_id: ``Name-vN``, e.g. ``"Lamps-v0"``.
+        env_entry: ``"module:Class"`` of its :class:`~imaginebench.domains.env_base.InstructionEnv`.
+        domain_entry: ``"module:Class"`` of its :class:`~imaginebench.domains.base.Domain` (the card:
+            tasks, instruction banks, success rules, sizes), importable without the simulator.
+        extra: what ``pip install`` installs its simulator (named in the error when it is missing).
+        requires: top-level modules the domain imports (checked before it is loaded).
+
+    Registering the same spec again does nothing; another spec under a registered id is an error
+    (call :func:`unregister_domain` first).  Nothing is imported until the domain is first used.
+    """
+    if not isinstance(env_id, str) or not _ENV_ID.match(env_id):
+        raise UsageError(f"A domain's env id must look like 'Name-v0' (a capital letter, letters or digits, "
+                         f"'-v' and a version number), got {env_id!r}.")
+    for what, entry in (("env_entry", env_entry), ("domain_entry", domain_entry)):
+        if not isinstance(entry, str) or not _ENTRY.match(entry):
+            raise UsageError(f"{what} must be 'package.module:Class', got {entry!r}.")
+    spec = EnvSpec(env_id, env_entry, domain_entry, extra or env_id.split("-")[0].lower(),
+                   tuple(str(r) for r in requires))
+    if env_id in ENV_SPECS:
+        if ENV_SPECS[env_id] == spec:
+            return spec
+        raise UsageError(f"{env_id} is already registered (as {ENV_SPECS[env_id].domain_entry}); "
+                         "call unregister_domain first to replace it.")
+    ENV_SPECS[env_id] = spec
+    register_envs()
+    return spec
+
+
+def unregister_domain(env_id: str) -> None:
+    """Remove a domain added by :func:`register_domain` (the built-in ones stay)."""
+    key = env_spec(env_id).env_id
+    if key in BUILT_IN:
+        raise UsageError(f"{key} is built in and cannot be unregistered.")
+    del ENV_SPECS[key]
+    gym.registry.pop(f"{NAMESPACE}/{key}", None)
 
 
 def env_spec(env_id: str) -> EnvSpec:
     """The :class:`EnvSpec` of ``env_id`` (with or without the ``ImagineBench/`` prefix)."""
     key = env_id.split("/", 1)[1] if env_id.startswith(NAMESPACE + "/") else env_id
     if key not in ENV_SPECS:
-        raise choice_error("environment id", env_id, ENV_IDS)
+        raise choice_error("environment id", env_id, env_ids())
     return ENV_SPECS[key]
 
 
@@ -148,7 +208,7 @@ def make(
     """Create an ImagineBench environment.
 
     Args:
-        env_id: one of :data:`ENV_IDS` (``"CLEVR-v0"`` or ``"ImagineBench/CLEVR-v0"``).
+        env_id: one of :func:`env_ids` (``"CLEVR-v0"`` or ``"ImagineBench/CLEVR-v0"``).
         level: one of ``train``, ``rephrase``, ``easy``, ``hard``.
         encode_instruction: append the instruction's sentence embedding to the state
             (``False`` returns the raw state vector).

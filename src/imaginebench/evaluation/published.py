@@ -187,12 +187,12 @@ def baselines_table(profile: str = "small", algorithms: Iterable[str] = REFERENC
     bound side by side, with the train level's real-only row first (was the domain learned at
     all?).  Only rows at the profile's present sizes; "–" where a cell is not published; the best
     cell short of the upper bound in bold.  The README's table is this function's output (tested)."""
-    from imaginebench.envs.registry import ENV_IDS
+    from imaginebench.envs.registry import env_ids
 
     rows = [r for r in reference_results(profile=profile) if is_current(r) and r["algorithm"] in tuple(algorithms)]
     cells = {(r["env"], r["algorithm"], r["level"], r["data"]): r for r in rows}
     order = {name: i for i, name in enumerate(algorithms)}
-    envs = [e for e in ENV_IDS if any(r["env"] == e for r in rows)]
+    envs = [e for e in env_ids() if any(r["env"] == e for r in rows)]
     heads = [DATA_LABELS[d].replace(" (real only)", "") for d in BASELINE_COLUMNS]
     lines = [f"| domain | algorithm | level | {' | '.join(heads)} |", "|---|---|---|" + "---:|" * len(heads)]
 

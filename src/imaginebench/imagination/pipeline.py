@@ -122,12 +122,13 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     if threads:
         torch.set_num_threads(threads)
     from imaginebench import limits
-    from imaginebench.envs.registry import load_domain
+    from imaginebench.envs.registry import domain_class, env_ids, load_domain
 
     domain = load_domain(env_id)
     if physics_prior and not hasattr(domain, "constrain_step"):
+        having = [e for e in env_ids() if hasattr(domain_class(e), "constrain_step")]
         raise UsageError(f"--physics-prior: {env_id} has no physics prior (only domains with "
-                         "Domain.constrain_step: MetaWorld-v0, HalfCheetah-v0, LIBERO-v0); leave it out.")
+                         f"Domain.constrain_step: {', '.join(having) or 'none'}); leave it out.")
     # a lower bound: the imagined states of one batch, float32, at the longest horizon
     horizon = max((domain.task_horizon(t) for lv in levels for t in domain.tasks(lv)), default=domain.horizon)
     limits.fits_in_memory(4.0 * (batch_size or prof.lm_generate_batch) * (horizon + 1) * domain.state_dim,

@@ -33,8 +33,8 @@ def state_renderer(env_id: str, level: str):
     render = getattr(env.unwrapped, "render_state", None)
     if render is None:
         env.close()
-        raise ValueError(f"{env_id} cannot draw a state vector (no env.unwrapped.render_state); "
-                         "rollout strips are available for CLEVR-v0, BabyAI-v0, LIBERO-v0, HalfCheetah-v0 and MetaWorld-v0.")
+        raise ValueError(f"{env_id} cannot draw a state vector: its env has no render_state(state) method, "
+                         "which rollout strips need; give the env one to draw its rollouts.")
     return env, render
 
 
