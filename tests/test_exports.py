@@ -22,3 +22,13 @@ def test_every_name_in_all_resolves(name):
     assert len(set(exported)) == len(exported), f"{name}.__all__ names something twice"
     missing = [n for n in exported if not hasattr(module, n)]
     assert missing == [], f"{name}.__all__ names what it does not define: {missing}"
+
+
+def test_the_version_is_stated_once_for_the_package_and_its_metadata():
+    import tomllib
+    from pathlib import Path
+
+    from imaginebench.version import __version__
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert imaginebench.__version__ == __version__ == pyproject["project"]["version"]

@@ -15,6 +15,7 @@ from datetime import date
 from pathlib import Path
 
 from imaginebench.config import get_profile
+from imaginebench.envs.registry import domain_class
 from imaginebench.evaluation.published import merge_rows, results_path, rows_from_records
 
 COMMAND = "imaginebench train --env {env} --algo {algo} --level {level} --seeds {seeds} --profile {profile}{data_flag}"
@@ -39,7 +40,8 @@ for path in sorted((Path(args.home) / "runs").rglob("record.json")):
 rows = []
 for key, recs in sorted(groups.items()):
     seeds = sorted(int(r["seed"]) for r in recs)
-    steps, real = prof.steps_for(key[0]), prof.episodes(key[0], "real", "train")
+    card = domain_class(key[0])
+    steps, real = prof.steps_for(card), prof.episodes(card, "real", "train")
     sizes = {(int(r["steps"]), next(s["episodes"] for s in r["sources"] if s["name"] == "real")) for r in recs}
     if seeds != [0, 1, 2] or sizes != {(steps, real)}:
         print(f"left out {key}: seeds {seeds}, (steps, real episodes) {sorted(sizes)} vs the profile's {(steps, real)}")

@@ -10,8 +10,8 @@ from imaginebench.envs.registry import env_ids, make, make_vec, register_domain,
 from imaginebench.evaluation.evaluate import EvaluationResult, evaluate
 from imaginebench.evaluation.published import reference_results
 from imaginebench.threads import set_threads
+from imaginebench.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["ENV_IDS", "LEVELS", "EvaluationResult", "Task", "env_ids", "evaluate", "get_dataset", "make", "make_vec",
            "reference_results", "register_domain", "set_threads", "unregister_domain", "__version__"]
 

@@ -9,8 +9,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping, Protocol
 
 from imaginebench.errors import UsageError, choice_error
+
+class SizedCard(Protocol):
+    """What a profile reads from a domain's card (:class:`~imaginebench.domains.base.Domain`, the
+    class or an instance) to size its stages: the card is passed in, never looked up here."""
+
+    env_id: str
+    paper_episodes: Mapping[str, int]
+    profile_sizes: Mapping[str, Mapping[str, int]]
+
 
 HOME_ENV_VAR = "IMAGINEBENCH_HOME"
 PROFILE_ENV_VAR = "IMAGINEBENCH_PROFILE"
@@ -110,14 +120,13 @@ class Profile:
     imaginary_episodes: dict[str, dict[str, int]] = field(default_factory=dict)
     upper_bound_episodes: dict[str, int] = field(default_factory=dict)
 
-    def episodes(self, env_id: str, source: str, level: str) -> int:
-        """Number of episodes of ``source`` (real/imaginary) data for ``env_id`` at ``level``: the
-        explicit size if the profile has one, else the size the domain card chose for this profile
-        (``Domain.profile_sizes``), else the card's paper size scaled (a domain without any, e.g.
-        a plugin's, is a one-line error)."""
-        from imaginebench.envs.registry import domain_class, env_spec
-
-        env_id = env_spec(env_id).env_id
+    def episodes(self, card: SizedCard, source: str, level: str) -> int:
+        """Number of episodes of ``source`` (real/imaginary) data at ``level`` for the domain whose
+        card is ``card`` (``imaginebench.envs.registry.domain_class(env_id)``): the explicit size if
+        the profile has one, else the size the card chose for this profile
+        (``Domain.profile_sizes``), else the card's paper size scaled (a card with neither is a
+        one-line error)."""
+        env_id = card.env_id
         if source == "imaginary":
             explicit, scale, key, card_key = (self.imaginary_episodes.get(env_id, {}).get(level), self.imaginary,
                                               level, level)
@@ -128,28 +137,26 @@ class Profile:
                                               "upper_bound")
         if explicit is not None:
             return int(explicit)
-        chosen = domain_class(env_id).profile_sizes.get(self.name, {}).get(card_key)
+        chosen = card.profile_sizes.get(self.name, {}).get(card_key)
         if chosen is not None:
             return int(chosen)
-        paper = domain_class(env_id).paper_episodes.get(key)
+        paper = card.paper_episodes.get(key)
         if paper is None:
             raise UsageError(f"The {self.name} profile has no {source} {level} episode count for {env_id}; give "
                              f"--episodes N.")
         return scale.of(paper)
 
-    def steps_for(self, env_id: str) -> int:
-        """Offline RL gradient steps of a run on ``env_id``: the domain card's choice for this
+    def steps_for(self, card: SizedCard) -> int:
+        """Offline RL gradient steps of a run on ``card``'s domain: the card's choice for this
         profile (``Domain.profile_sizes[...]["train_steps"]``), else the profile's ``train_steps``."""
-        from imaginebench.envs.registry import domain_class, env_spec
-
-        chosen = domain_class(env_spec(env_id).env_id).profile_sizes.get(self.name, {}).get("train_steps")
+        chosen = card.profile_sizes.get(self.name, {}).get("train_steps")
         return self.train_steps if chosen is None else int(chosen)
 
-    def checkpoint_every_for(self, env_id: str) -> int:
-        """Steps between checkpoints of a run on ``env_id``: the profile's interval, stretched with
-        the card's step count so a run has the profile's number of checkpoints (the score is the
+    def checkpoint_every_for(self, card: SizedCard) -> int:
+        """Steps between checkpoints of a run on ``card``'s domain: the profile's interval, stretched
+        with the card's step count so a run has the profile's number of checkpoints (the score is the
         mean of the last five of them, wherever the steps come from)."""
-        steps = self.steps_for(env_id)
+        steps = self.steps_for(card)
         if steps == self.train_steps:
             return self.checkpoint_every
         return max(1, steps * self.checkpoint_every // self.train_steps)

@@ -32,7 +32,7 @@ def test_a_row_measured_before_its_domain_was_resized_is_marked(monkeypatch):
     from imaginebench.config import get_profile
     from imaginebench.domains.clevr.domain import ClevrDomain
 
-    real = get_profile("small").episodes("CLEVR-v0", "real", "train")
+    real = get_profile("small").episodes(ClevrDomain, "real", "train")
     row = {**_row("easy", "real", 0.5), "data_label": "real only", "n": 3, "std": 0.1, "normalised": 40.0,
            "steps": 20000, "real_episodes": real, "version": "0.1.0", "commit": "abcdef0"}
     assert published.is_current(row) and "older sizes" not in published.format_rows([row])

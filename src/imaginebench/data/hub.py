@@ -25,6 +25,7 @@ from imaginebench.config import data_home, get_profile
 from imaginebench.data.dataset import EpisodeDataset, SOURCES
 from imaginebench.data.storage import DatasetError, load_dataset, save_dataset
 from imaginebench.domains.base import check_level
+from imaginebench.envs.registry import domain_class, env_spec
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.fileio import check_writable
 
@@ -38,8 +39,6 @@ REFERENCE_SUMS = "SHA256SUMS"
 
 def dataset_path(env_id: str, source: str, level: str, profile: str | None = None) -> Path:
     """The file of ``source`` data for ``env_id`` at ``level`` in ``profile``."""
-    from imaginebench.envs.registry import env_spec
-
     if source not in SOURCES:
         raise choice_error("data source", source, SOURCES)
     check_level(level)
@@ -87,8 +86,6 @@ def imaginary_path(env_id: str, level: str, profile: str | None = None, variant:
 
 def reference_path(env_id: str, level: str, profile: str | None = None, variant: str = "honest") -> Path:
     """Where the packaged reference imaginary dataset of ``level`` is (whether or not it ships)."""
-    from imaginebench.envs.registry import env_spec
-
     dataset_path(env_id, "imaginary", level, profile)  # validates id, level and profile
     return REFERENCE_ROOT / env_spec(env_id).env_id / get_profile(profile).name / _variant_name(level, variant)
 
@@ -234,8 +231,6 @@ def get_dataset(env_id: str, level: str, profile: str | None = None, variant: st
     any framework takes.
     """
     check_level(level)
-    from imaginebench.envs.registry import env_spec
-
     env_id = env_spec(env_id).env_id
     path = dataset_path(env_id, "real", "train", profile)
     if not path.exists() and not build:
@@ -243,7 +238,7 @@ def get_dataset(env_id: str, level: str, profile: str | None = None, variant: st
                                 f"{collect_command(env_id, 'train', profile)} --workers 2, or from Python with "
                                 f"get_dataset(..., build=True, workers=2).")
     if build and not path.exists():
-        n = get_profile(profile).episodes(env_id, "real", "train")
+        n = get_profile(profile).episodes(domain_class(env_id), "real", "train")
         print(f"collecting {n} expert episodes of {env_id} (train, {get_profile(profile).name} profile) into "
               f"{path} with {workers} worker{'s' if workers != 1 else ''}", flush=True)
         build_real(env_id, "train", profile, workers=workers, progress=progress)
@@ -266,7 +261,7 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass --overwrite to rebuild it.")
     check_writable(path.parent)
-    n = episodes if episodes is not None else prof.episodes(env_id, "real", level)
+    n = episodes if episodes is not None else prof.episodes(domain_class(env_id), "real", level)
     ds = collect(env_id, level, n, seed=seed, workers=workers, progress=progress,
                  metadata={"profile": prof.name}, ray_address=ray_address)
     return save_dataset(ds, path, overwrite=overwrite)

@@ -135,10 +135,12 @@ def is_current(row: Mapping[str, Any]) -> bool:
     gradient steps, :meth:`imaginebench.config.Profile.episodes` / ``steps_for``): a domain resized
     after a row was published leaves that row standing, marked as measured at the old size."""
     from imaginebench.config import get_profile
+    from imaginebench.envs.registry import domain_class
 
     prof = get_profile(row.get("profile", "small"))
     try:
-        real, steps = prof.episodes(row["env"], "real", "train"), prof.steps_for(row["env"])
+        card = domain_class(row["env"])
+        real, steps = prof.episodes(card, "real", "train"), prof.steps_for(card)
     except (KeyError, ValueError):  # an env this install does not know
         return True
     return row.get("real_episodes") in (None, real) and int(row["steps"]) == steps

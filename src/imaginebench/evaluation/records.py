@@ -36,6 +36,7 @@ from typing import Any, Iterator
 from imaginebench.config import data_home
 from imaginebench.fileio import write_json  # noqa: F401  (re-exported: records are written with it)
 from imaginebench.run_folder import RECORD_NAME
+from imaginebench.version import __version__
 
 SCHEMA_VERSION = 1
 VOLATILE_KEYS = ("timing", "files")
@@ -64,9 +65,7 @@ def versions() -> dict[str, str]:
     import gymnasium
     import numpy
 
-    import imaginebench
-
-    out = {"python": platform.python_version(), "imaginebench": imaginebench.__version__,
+    out = {"python": platform.python_version(), "imaginebench": __version__,
            "numpy": numpy.__version__, "gymnasium": gymnasium.__version__}
     for name in ("torch", "d3rlpy"):
         try:

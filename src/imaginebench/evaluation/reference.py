@@ -31,6 +31,7 @@ import numpy as np
 from imaginebench.config import data_home
 from imaginebench.fileio import write_json
 from imaginebench.processes import worker_pool
+from imaginebench.version import __version__
 
 ReferencePolicy = Literal["random", "expert"]
 REFERENCE_POLICIES: tuple[str, ...] = ("random", "expert")
@@ -88,9 +89,7 @@ def _level_reference(env_id: str, level: str, episodes_per_task: int, seed: int)
     try:
         schedule = evaluator.schedule()
         env = evaluator._envs[0]
-        import imaginebench
-
-        out: dict[str, Any] = {"schema_version": REFERENCE_SCHEMA, "version": imaginebench.__version__,
+        out: dict[str, Any] = {"schema_version": REFERENCE_SCHEMA, "version": __version__,
                                "env": env_id, "level": level,
                                "episodes_per_task": int(episodes_per_task), "seed": int(seed),
                                "episodes": len(schedule)}
@@ -135,15 +134,13 @@ def reference_scores(env_id: str, level: str, episodes_per_task: int, seed: int,
     on disk (a damaged or hand-edited cache file, or one written by another package version or
     for other episodes, is recomputed and rewritten: never trusted, never fatal).
     """
-    import imaginebench
-
     path = reference_path(env_id, level, episodes_per_task, seed)
     if cache and path.exists():
         try:
             found = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: computed again below
             found = None
-        if _usable_reference(found, env_id, level, episodes_per_task, seed, imaginebench.__version__):
+        if _usable_reference(found, env_id, level, episodes_per_task, seed, __version__):
             return found
     result = _level_reference(env_id, level, episodes_per_task, seed)
     if cache:
@@ -332,9 +329,7 @@ def save_calibration(env_id: str, rows: Sequence[TaskCalibration], settings: dic
     merged = {(r.level, r.task): r for r in (stored[0] if stored else [])}
     merged.update({(r.level, r.task): r for r in rows})
     path = calibration_path(env_id)
-    import imaginebench
-
-    write_json(path, {"schema_version": CALIBRATION_SCHEMA, "version": imaginebench.__version__, "env": env_id,
+    write_json(path, {"schema_version": CALIBRATION_SCHEMA, "version": __version__, "env": env_id,
                       **settings, "rows": [r.to_dict() for r in merged.values()]})
     from imaginebench.fileio import write_text
 

@@ -39,6 +39,7 @@ import torch
 
 from imaginebench.config import data_home, get_profile
 from imaginebench.fileio import atomic_path, torch_load_plain
+from imaginebench.version import __version__
 
 FORMAT = "imaginebench-rollout-lm"
 SCHEMA_VERSION = 2
@@ -104,7 +105,6 @@ def save_checkpoint(folder: Path, model: Any, meta: Mapping[str, Any],
     this save's weights), the name of a file of the current checkpoint to keep, or ``None``.
     ``meta["step"]`` tags the file names.  Returns the ``files`` entry written to the meta.
     """
-    from imaginebench import __version__
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

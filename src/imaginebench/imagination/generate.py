@@ -22,6 +22,7 @@ from imaginebench.imagination.decoding import GenerateConfig, StartSampler
 from imaginebench.imagination.filters import KEEP_VARIANT
 from imaginebench.imagination.grounding import DEFAULT_MODE, GROUND_MODES, ground_check, load_grounding, summary
 from imaginebench.imagination.formats import ROLLOUT_PROMPT
+from imaginebench.version import __version__
 
 logger = logging.getLogger("imaginebench.imagination")
 
@@ -87,7 +88,6 @@ def generate_level(
     file as ``.quality.json``.  ``score=False`` skips the simulator-based quality metrics
     (run ``imaginebench imagine quality`` later).
     """
-    from imaginebench import __version__
     from imaginebench.config import get_profile
     from imaginebench.data.hub import imaginary_path
     from imaginebench.data.storage import save_dataset
@@ -115,7 +115,7 @@ def generate_level(
     if model.state_dim != domain.state_dim or model.action_dim != domain.action_dim:
         raise ValueError(f"The checkpoint's state/action sizes ({model.state_dim}, {model.action_dim}) do not "
                          f"match {env_id} ({domain.state_dim}, {domain.action_dim}).")
-    n = episodes if episodes is not None else prof.episodes(env_id, "imaginary", level)
+    n = episodes if episodes is not None else prof.episodes(domain, "imaginary", level)
     if n <= 0:
         raise UsageError(f"episodes must be positive, got {n}.")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from imaginebench.envs.registry import domain_class
 from imaginebench.errors import UsageError
 from imaginebench.training.spec import IMAGINARY_DATA, RunSpec
 
@@ -65,7 +66,7 @@ def _warn_if_resized(real: Any, env_id: str, spec: RunSpec) -> None:
     from imaginebench.data.hub import collect_command
 
     try:
-        wanted = spec.profile_obj.episodes(env_id, "real", "train")
+        wanted = spec.profile_obj.episodes(domain_class(env_id), "real", "train")
     except UsageError:  # a domain without a size for this profile (a plugin's): nothing to compare with
         return
     if len(real) != wanted:

@@ -15,6 +15,7 @@ from typing import Any
 from imaginebench import limits
 from imaginebench.config import Profile, get_profile
 from imaginebench.domains.base import check_level
+from imaginebench.envs.registry import domain_class
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.run_folder import RunFolder
 
@@ -108,11 +109,12 @@ class RunSpec:
 
     @property
     def steps(self) -> int:
-        return self.train_steps or self.profile_obj.steps_for(self.env_id)
+        return self.train_steps or self.profile_obj.steps_for(domain_class(self.env_id))
 
     @property
     def every(self) -> int:
-        return min(self.checkpoint_every or self.profile_obj.checkpoint_every_for(self.env_id), self.steps)
+        every = self.checkpoint_every or self.profile_obj.checkpoint_every_for(domain_class(self.env_id))
+        return min(every, self.steps)
 
     @property
     def episodes_per_task(self) -> int:
