@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from imaginebench.benchmarking import Report, add_json_argument
-from imaginebench.envs.registry import ENV_IDS, is_available
+from imaginebench.envs.registry import ENV_IDS, is_available, load_domain
 from imaginebench.language.probe import probe_domain
 
 
@@ -33,7 +33,7 @@ def main() -> None:
                           "parameters (held-out)", "task (rephrase)", "parameters (rephrase)"],
                          {"task (held-out)": "{:.1%}", "task (rephrase)": "{:.1%}"})
     for env_id in envs:
-        r = probe_domain(env_id, args.encoder)
+        r = probe_domain(load_domain(env_id), args.encoder)
         table.add(env_id, r.encoder, f"{r.fit_phrasings} / {r.held_out_phrasings} / {r.rephrase_phrasings}",
                   r.held_out["task"], parameters(r.held_out), r.rephrase["task"], parameters(r.rephrase))
     report.finish()

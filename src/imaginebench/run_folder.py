@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from imaginebench.algos.weights import MODEL_FILE, save_model
 from imaginebench.errors import UsageError
+from imaginebench.evaluation.records import RECORD_NAME, read_record
 from imaginebench.fileio import (WriterLock, atomic_path, check_writable, first_line, remove_temporaries,
                                  torch_load_plain, write_json)
 
-RECORD_NAME = "record.json"
 CHECKPOINT_NAME = "checkpoint.pt"
 MODEL_NAME = "model.d3"
 FILES = (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME, "model.pt")
@@ -78,8 +79,6 @@ class RunFolder:
         return self.record_path.exists()
 
     def read_record(self) -> dict[str, Any]:
-        from imaginebench.evaluation.records import read_record
-
         return read_record(self.record_path)
 
     def check(self, found: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> None:
@@ -133,8 +132,6 @@ class RunFolder:
     def finish(self, record: dict[str, Any], algo: Any) -> dict[str, Any]:
         """Save the final weights (``model.pt``, and d3rlpy's export), then the record with the
         weights' checksum under ``files``, then drop the checkpoint; returns the record."""
-        from imaginebench.algos.weights import MODEL_FILE, save_model
-
         record["files"] = {MODEL_FILE: save_model(algo, self.path / MODEL_FILE)}  # what finetune --from reads
         with atomic_path(self.path / MODEL_NAME) as tmp:  # d3rlpy's format, an export for its users
             algo.save(str(tmp))

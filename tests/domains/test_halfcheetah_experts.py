@@ -110,7 +110,7 @@ def test_numpy_policy_matches_the_stored_tensors():
 def test_training_steps_record_matches_the_shipped_weights():
     """``experts train`` with no ``--steps`` reruns what each shipped expert was trained with."""
 
-    from imaginebench.domains.halfcheetah.training import TRAIN_STEPS
+    from imaginebench.experts.halfcheetah import TRAIN_STEPS
 
     assert set(TRAIN_STEPS) == set(E.POLICIES)
     for name in SHIPPED:

@@ -13,6 +13,8 @@ from imaginebench.data.dataset import Episode
 from imaginebench.domains.halfcheetah import propulsion
 from imaginebench.imagination.filters import honest_ok
 
+from experiments import fit_halfcheetah_propulsion
+
 SEEDS = 8
 
 
@@ -125,6 +127,6 @@ def test_fit_is_deterministic(train_episodes):
 def test_refit_command_rejects_bad_input_in_one_line(tmp_path, capsys):
     out = tmp_path / "dynamics.npz"
     with pytest.raises(SystemExit) as e:
-        propulsion.main([str(tmp_path / "missing.npz"), str(out)])
+        fit_halfcheetah_propulsion.main([str(tmp_path / "missing.npz"), str(out)])
     assert str(e.value).startswith("error: ") and "\n" not in str(e.value)
     assert not out.exists()

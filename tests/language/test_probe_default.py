@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from imaginebench.envs.registry import ENV_IDS, is_available
+from imaginebench.envs.registry import ENV_IDS, is_available, load_domain
 from imaginebench.language import DEFAULT_ENCODER
 from imaginebench.language.probe import probe_domain
 
@@ -14,7 +14,7 @@ PROBE_BAR = 0.95
 
 @pytest.mark.parametrize("env_id", [e for e in ENV_IDS if is_available(e)])
 def test_default_encoder_passes_the_probe(env_id):
-    result = probe_domain(env_id)
+    result = probe_domain(load_domain(env_id))
     assert result.encoder == DEFAULT_ENCODER
     failing = {k: round(v, 3) for k, v in result.held_out.items() if v < PROBE_BAR}
     assert not failing, f"{env_id}: probe below {PROBE_BAR:.0%} on held-out phrasings: {failing}"

@@ -23,6 +23,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from imaginebench.language.encoders import as_encoder
+
 SOURCES = ("real", "imaginary")
 
 
@@ -304,9 +306,7 @@ class EpisodeDataset:
         if raw:
             observations, next_observations = states, next_states
         else:
-            from imaginebench.evaluation.evaluate import _encoder
-
-            table = np.asarray(_encoder(encoder).encode(list(self.instructions)), dtype=np.float32)
+            table = np.asarray(as_encoder(encoder).encode(list(self.instructions)), dtype=np.float32)
             observations = np.concatenate([states, table[ids]], axis=1)
             next_observations = np.concatenate([next_states, table[ids]], axis=1)
         actions = (self.actions.astype(np.int64) if self.discrete_actions else self.actions.astype(np.float32))

@@ -25,6 +25,7 @@ from imaginebench.config import data_home, get_profile
 from imaginebench.data.dataset import EpisodeDataset, SOURCES
 from imaginebench.data.storage import DatasetError, load_dataset, save_dataset
 from imaginebench.domains.base import check_level
+from imaginebench.domains.env_base import provide_datasets
 from imaginebench.envs.registry import domain_class, env_spec
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.fileio import check_writable
@@ -265,3 +266,6 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
     ds = collect(env_id, level, n, seed=seed, workers=workers, progress=progress,
                  metadata={"profile": prof.name}, ray_address=ray_address)
     return save_dataset(ds, path, overwrite=overwrite)
+
+
+provide_datasets(get_dataset)  # env.get_dataset(level) (SPEC) calls this layer without importing it

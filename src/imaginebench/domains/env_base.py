@@ -11,12 +11,24 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from imaginebench.domains.base import Domain, Task, check_level
+
+DatasetLoader = Callable[..., Any]
+_dataset_loader: list[DatasetLoader] = []
+"""What :meth:`InstructionEnv.get_dataset` calls: the data layer's ``get_dataset``, handed in by
+:func:`provide_datasets` when ``imaginebench.data`` is imported (the data layer sits above the
+envs: it collects with them), so this module never imports it."""
+
+
+def provide_datasets(loader: DatasetLoader) -> None:
+    """Let every env's ``get_dataset`` call ``loader(env_id, level, **kwargs)`` (the data layer does
+    this once, on import)."""
+    _dataset_loader[:] = [loader]
 
 
 class InstructionEnv(gym.Env, abc.ABC):
@@ -141,9 +153,9 @@ class InstructionEnv(gym.Env, abc.ABC):
 
         See :func:`imaginebench.data.get_dataset` for the keyword arguments.
         """
-        from imaginebench.data import get_dataset
-
-        return get_dataset(self.domain.env_id, level or self.level, **kwargs)
+        if not _dataset_loader:  # only reachable by importing this module around the package
+            raise RuntimeError("env.get_dataset needs the data layer: import imaginebench first.")
+        return _dataset_loader[0](self.domain.env_id, level or self.level, **kwargs)
 
     def _reset_simulation(self, task: Task) -> np.ndarray:
         """The episode's start: the first drawn start state where ``task`` does not already hold

@@ -20,6 +20,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from imaginebench.language.encoders import as_encoder
+
 
 @dataclass(frozen=True)
 class EvaluationResult:
@@ -123,13 +125,13 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
     if raw:
         enc, encoder_name = None, "raw"
     else:
-        enc = _encoder(encoder)
+        enc = as_encoder(encoder)
         encoder_name = str(getattr(enc, "name", "custom"))
     retrieve = None
     if retrieval:
         from imaginebench.evaluation.retrieval import NearestTrainInstruction
 
-        retrieve = NearestTrainInstruction(env_id, _encoder(encoder) if raw else enc)
+        retrieve = NearestTrainInstruction(env_id, as_encoder(encoder) if raw else enc)
     evaluator = Evaluator(env_id, level, episodes_per_task, seed, enc, pool=num_envs, raw=raw, retrieve=retrieve)
     try:
         schedule = tuple(evaluator.schedule())
@@ -154,12 +156,3 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
                             retrieval=bool(retrieval))
 
 
-def _encoder(encoder: Any) -> Any:
-    """An encoder object from a name, an object with ``encode``, or ``None`` (the default)."""
-    from imaginebench.language import get_encoder
-
-    if encoder is None or isinstance(encoder, str):
-        return get_encoder(encoder)
-    if not hasattr(encoder, "encode"):
-        raise ValueError(f"encoder must be a name or an object with encode(list[str]), got {type(encoder).__name__}.")
-    return encoder

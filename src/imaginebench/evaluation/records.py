@@ -35,8 +35,10 @@ from typing import Any, Iterator
 
 from imaginebench.config import data_home
 from imaginebench.fileio import write_json  # noqa: F401  (re-exported: records are written with it)
-from imaginebench.run_folder import RECORD_NAME
 from imaginebench.version import __version__
+
+RECORD_NAME = "record.json"
+"""A finished run's record in its folder (:class:`imaginebench.run_folder.RunFolder`)."""
 
 SCHEMA_VERSION = 1
 VOLATILE_KEYS = ("timing", "files")

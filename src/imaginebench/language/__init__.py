@@ -5,9 +5,10 @@ from imaginebench.language.encoders import (
     MINILM,
     InstructionEncoder,
     SegmentPooledEncoder,
+    as_encoder,
     encoder_names,
     get_encoder,
     register_encoder,
 )
 
-__all__ = ["DEFAULT_ENCODER", "MINILM", "InstructionEncoder", "SegmentPooledEncoder", "encoder_names", "get_encoder", "register_encoder"]
+__all__ = ["DEFAULT_ENCODER", "MINILM", "InstructionEncoder", "SegmentPooledEncoder", "as_encoder", "encoder_names", "get_encoder", "register_encoder"]

@@ -27,7 +27,7 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -345,3 +345,13 @@ def get_encoder(name: str | None = None) -> InstructionEncoder:
         else:
             raise choice_error("instruction encoder", name, encoder_names() + ("<local model folder>",))
     return _INSTANCES[name]
+
+
+def as_encoder(encoder: Any) -> Any:
+    """An encoder object from a name, an object with ``encode(list[str])``, or ``None`` (the default):
+    what every caller that takes ``encoder=`` accepts."""
+    if encoder is None or isinstance(encoder, str):
+        return get_encoder(encoder)
+    if not hasattr(encoder, "encode"):
+        raise ValueError(f"encoder must be a name or an object with encode(list[str]), got {type(encoder).__name__}.")
+    return encoder

@@ -13,6 +13,8 @@ from typing import Any, Hashable, Mapping
 
 import numpy as np
 
+from imaginebench.language.encoders import get_encoder
+
 
 HELD_OUT_EVERY = 4
 """Every 4th train phrasing of each task is held out (banks list phrasings template by
@@ -78,12 +80,9 @@ def _flatten(key: str, value: Any, out: dict[str, Hashable]) -> None:
         out[key] = value
 
 
-def probe_domain(env_id: str, encoder: str | None = None, ridge: float = RIDGE) -> ProbeResult:
-    """Fit on most train phrasings of the train tasks; score on held-out templates and rephrasings."""
-    from imaginebench.envs.registry import load_domain
-    from imaginebench.language.encoders import get_encoder
-
-    domain = load_domain(env_id)
+def probe_domain(domain: Any, encoder: str | None = None, ridge: float = RIDGE) -> ProbeResult:
+    """Fit on most train phrasings of ``domain``'s train tasks (a :class:`~imaginebench.domains.base.Domain`,
+    e.g. ``imaginebench.envs.load_domain(env_id)``); score on held-out templates and rephrasings."""
     enc = get_encoder(encoder)
     tasks = domain.tasks("train")
     split: dict[str, tuple[list[str], list[str]]] = {"fit": ([], []), "held_out": ([], []), "rephrase": ([], [])}
@@ -107,5 +106,5 @@ def probe_domain(env_id: str, encoder: str | None = None, ridge: float = RIDGE) 
         model = fit_linear_probe(x["fit"], y["fit"], ridge)
         held_out[key] = float(np.mean(predict_linear_probe(model, x["held_out"]) == y["held_out"]))
         rephrase[key] = float(np.mean(predict_linear_probe(model, x["rephrase"]) == y["rephrase"]))
-    return ProbeResult(env_id, enc.name, held_out, rephrase, len(split["fit"][0]), len(split["held_out"][0]),
+    return ProbeResult(domain.env_id, enc.name, held_out, rephrase, len(split["fit"][0]), len(split["held_out"][0]),
                        len(split["rephrase"][0]))

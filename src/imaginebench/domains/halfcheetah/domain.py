@@ -117,7 +117,7 @@ class HalfCheetahDomain(Domain):
     paper_episodes: ClassVar[Mapping[str, int]] = MappingProxyType(
         {"real": 16_000, "rephrase": 10_000, "easy": 6_000, "hard": 9_000})
     """The paper's dataset sizes (docs/benchmark.md §3.6): real rollouts and imaginary rollouts per level."""
-    trained_experts: ClassVar[str | None] = "imaginebench.domains.halfcheetah.training:EXPERTS"
+    trained_experts: ClassVar[str | None] = "imaginebench.experts.halfcheetah:EXPERTS"
     """Its expert is seven SAC policies (:mod:`.training`), not a script."""
 
     def _build_tasks(self) -> Mapping[str, Sequence[Task]]:

@@ -133,34 +133,3 @@ def fit(episodes: Any, epochs: int = 8, seed: int = 0, batch_size: int = 512) ->
     out.update(x_mean=x_mean, x_std=x_std, y_mean=y_mean, y_std=y_std)
     return out
 
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m imaginebench.domains.halfcheetah.propulsion REAL_TRAIN.npz [OUT.npz]``: fit the
-    model on a real train dataset and write it (default: the shipped ``dynamics.npz``)."""
-    import argparse
-    import hashlib
-
-    from imaginebench.data.storage import load_dataset
-
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("real")
-    ap.add_argument("out", nargs="?", default=str(DYNAMICS_FILE))
-    ap.add_argument("--epochs", type=int, default=8)
-    args = ap.parse_args(argv)
-    try:
-        data = load_dataset(args.real)
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"error: {e} Pass a HalfCheetah-v0 real train dataset (imaginebench data collect).")
-    if data.states.shape[1] != P.STATE_DIM:
-        raise SystemExit(f"error: {args.real} holds {data.states.shape[1]}-number states, not HalfCheetah-v0's "
-                         f"{P.STATE_DIM}. Pass a HalfCheetah-v0 real train dataset.")
-    arrays = fit(list(data), epochs=args.epochs)
-    digest = hashlib.sha256(Path(args.real).read_bytes()).hexdigest()
-    tmp = Path(args.out).with_suffix(".partial.npz")
-    np.savez_compressed(tmp, **arrays, source_sha256=np.array(digest), epochs=np.array(args.epochs))
-    tmp.replace(args.out)  # never a half-written model in place of the old one
-    print(f"wrote {args.out} (fit on {args.real}, sha256 {digest[:12]}…, {args.epochs} epochs)")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,10 +1,10 @@
 """Train the HalfCheetah-v0 experts online with d3rlpy's SAC, and store them as safetensors.
 
 ``imaginebench experts train --env HalfCheetah-v0 [--task NAME] [--steps N]`` runs this for each
-policy of :data:`.expert.POLICIES`.  The environment is HalfCheetah-v0 itself at the policy's
+policy of :data:`imaginebench.domains.halfcheetah.expert.POLICIES`.  The environment is HalfCheetah-v0 itself at the policy's
 task, with two changes for training only: success does not end an episode (SAC would otherwise
 learn that succeeding stops the reward; every episode runs the full 200 steps) and the reward is
-the task's reward (:mod:`.success`), except that the plain run tasks' velocity term peaks at
+the task's reward (:mod:`imaginebench.domains.halfcheetah.success`), except that the plain run tasks' velocity term peaks at
 ``RUN_TARGET_SPEED`` (``v`` up to it, ``2·target − v`` above it) — their experts hold a moderate
 pace, so that the real data of the train level does not already solve the *faster* tasks of the
 easy level.  (A plain cap, ``min(v, target)``, still let a run expert speed up to 2.9 m/s by the
