@@ -22,7 +22,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from imaginebench.fileio import first_line, torch_load_plain
+from imaginebench.fileio import atomic_path, first_line, torch_load_plain
 
 FORMAT = "imaginebench-model/1"
 MODEL_FILE = "model.pt"
@@ -57,7 +57,6 @@ def save_model(algo: Any, path: Path) -> str:
     import torch
 
     from imaginebench.algos._d3rlpy import load as load_d3rlpy
-    from imaginebench.fileio import atomic_path
 
     d3rlpy = load_d3rlpy()
     config = d3rlpy.base.LearnableConfigWithShape(observation_shape=algo.impl.observation_shape,
@@ -82,10 +81,9 @@ def load_model(path: Path, device: str = "cpu:0", sha256: str | None = None) -> 
 
     Raises ``ValueError`` (one line, naming the file) for anything but such a file: a pickle with
     objects in it, a truncated or foreign file, a checksum that differs from ``sha256``."""
-    from imaginebench.algos._d3rlpy import load as load_d3rlpy
-
     import imaginebench.algos.encoders  # noqa: F401  (register our encoder and optimiser factories
     import imaginebench.algos.optimizers  # noqa: F401  with d3rlpy before it reads a saved config)
+    from imaginebench.algos._d3rlpy import load as load_d3rlpy
 
     path = Path(path)
     if sha256 is not None and file_sha256(path) != sha256:

@@ -10,6 +10,9 @@ import typer
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.cli.train import _seeds
 from imaginebench.errors import UsageError
+from imaginebench.raycluster import import_ray
+from imaginebench.sweep import GridSpec, ResultsStore
+from imaginebench.sweep.ray_runner import check_grid_options, run_grid
 
 
 def _list(value: str) -> list[str]:
@@ -60,10 +63,6 @@ def bench(
 
     Exits with code 1 if a run failed.
     """
-    from imaginebench.sweep import GridSpec, ResultsStore
-    from imaginebench.raycluster import import_ray
-    from imaginebench.sweep.ray_runner import check_grid_options, run_grid
-
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     grid = GridSpec(envs=_list(envs), algos=_list(algos), levels=_list(levels), data=_list(data),

@@ -8,8 +8,16 @@ from typing import List, Optional
 
 import typer
 
+from imaginebench import limits
 from imaginebench.cli.common import app, friendly
-from imaginebench.errors import UsageError
+from imaginebench.domains.base import LEVELS
+from imaginebench.envs.registry import load_domain
+from imaginebench.errors import UsageError, choice_error
+from imaginebench.evaluation.reference import calibrate as run
+from imaginebench.evaluation.reference import (
+    calibration_markdown, calibration_path, calibration_summary, load_calibration, save_calibration,
+)
+from imaginebench.fileio import atomic_path, write_json
 
 
 @app.command()
@@ -37,15 +45,6 @@ def calibrate(
 
     The result is stored in the data home (<data home>/calibration/<env>.json and .md), where
     `imaginebench report` finds it."""
-    from imaginebench.domains.base import LEVELS
-    from imaginebench.envs.registry import load_domain
-    from imaginebench.errors import choice_error
-    from imaginebench.evaluation.reference import (calibrate as run, calibration_markdown, calibration_path,
-                                                   calibration_summary,
-                                                   load_calibration, save_calibration)
-    from imaginebench.fileio import atomic_path, write_json
-
-    from imaginebench import limits
 
     workers = limits.workers("--workers", workers)
     limits.count("--expert-episodes", expert_episodes)

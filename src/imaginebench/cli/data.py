@@ -9,6 +9,10 @@ from typing import Optional
 import typer
 
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
+from imaginebench.config import data_home
+from imaginebench.data.hub import REFERENCE_ROOT, build_real, dataset_path, imaginary_levels
+from imaginebench.data.minari_export import export_minari
+from imaginebench.data.storage import load_dataset, read_manifest
 
 data_app = typer.Typer(help="Build, inspect and export datasets.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
@@ -33,8 +37,6 @@ def data_collect(
     """Collect expert rollouts and save them under the data home."""
     import time
 
-    from imaginebench.data.hub import build_real, dataset_path
-    from imaginebench.data.storage import read_manifest
 
     existing = dataset_path(env, "real", level, profile)
     if skip_existing and existing.exists():
@@ -56,10 +58,6 @@ def data_info(
     """Summarise datasets (episodes, transitions, success rate, metadata): every dataset under the
     data home, then the reference imaginary datasets shipped in the package that get_dataset and
     train fall back on (those the data home does not shadow)."""
-    from imaginebench.config import data_home
-    from imaginebench.data.hub import REFERENCE_ROOT
-    from imaginebench.data.storage import load_dataset
-
     root = data_home() / "datasets"
     if path:
         paths, shipped = [path], []
@@ -96,8 +94,6 @@ def data_levels(
 ) -> None:
     """The novel levels that have imaginary data (built here or shipped), comma-separated: what
     `make run` compares real and real + imaginary on."""
-    from imaginebench.data.hub import imaginary_levels
-
     levels = imaginary_levels(env, profile)
     if not levels:
         raise FileNotFoundError(f"No imaginary data for {env} at any novel level; build some with: imaginebench "
@@ -115,10 +111,6 @@ def data_export_minari(
     root: Optional[Path] = typer.Option(None, "--root", help="Minari datasets folder (default $MINARI_DATASETS_PATH)."),
 ) -> None:
     """Export a dataset to the Minari format."""
-    from imaginebench.data.hub import dataset_path
-    from imaginebench.data.minari_export import export_minari
-    from imaginebench.data.storage import load_dataset
-
     path = dataset_path(env, source, level, profile)
     if not path.exists():
         from imaginebench.data.hub import collect_command, imagine_command

@@ -7,7 +7,10 @@ from typing import List, Optional
 import typer
 
 from imaginebench.cli.common import app, friendly
+from imaginebench.domains.base import LEVELS, check_level
+from imaginebench.envs.registry import ENV_SPECS, env_spec, load_domain
 from imaginebench.errors import UsageError
+from imaginebench.language import get_encoder
 
 
 @app.command()
@@ -26,9 +29,6 @@ def embed(
     ahead of time (e.g. before a grid), so no run or worker embeds them itself."""
     import time
 
-    from imaginebench.domains.base import LEVELS, check_level
-    from imaginebench.envs.registry import ENV_SPECS, env_spec, load_domain
-    from imaginebench.language import get_encoder
 
     wanted = list(LEVELS) if levels == "all" else [check_level(lv.strip()) for lv in levels.split(",") if lv.strip()]
     if not wanted:

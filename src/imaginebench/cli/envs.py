@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from imaginebench.cli.common import app, friendly
+from imaginebench.domains.base import LEVELS
+from imaginebench.envs.registry import ENV_SPECS, load_domain
 
 
 @app.command()
@@ -13,8 +15,6 @@ def envs() -> None:
     """List domains, whether they are installed, their levels, task and instruction counts."""
     import importlib.util
 
-    from imaginebench.domains.base import LEVELS
-    from imaginebench.envs.registry import ENV_SPECS, load_domain
 
     typer.echo(f"{'env id':<16} {'installed':<20} {'spaces':<20} " + " ".join(f"{lv:>16}" for lv in LEVELS))
     for env_id, spec in ENV_SPECS.items():

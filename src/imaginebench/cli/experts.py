@@ -7,8 +7,11 @@ from typing import Any, List, Optional
 
 import typer
 
+from imaginebench import limits
 from imaginebench.cli.common import app, friendly
-from imaginebench.errors import UsageError
+from imaginebench.domains.base import trained_experts_of
+from imaginebench.envs.registry import domain_class, env_ids, env_spec
+from imaginebench.errors import UsageError, choice_error
 
 experts_app = typer.Typer(help="Experts that are learned policies, not scripts: train them, list what ships.",
                           no_args_is_help=True)
@@ -17,8 +20,6 @@ app.add_typer(experts_app, name="experts")
 
 def trained_domains() -> list[str]:
     """Env ids whose domain card names trained experts (read from the cards, no simulator)."""
-    from imaginebench.envs.registry import domain_class, env_ids
-
     found = []
     for env_id in env_ids():
         try:
@@ -30,9 +31,6 @@ def trained_domains() -> list[str]:
 
 
 def _experts(env: str) -> Any:
-    from imaginebench.domains.base import trained_experts_of
-    from imaginebench.envs.registry import domain_class, env_spec
-
     spec = env_spec(env)
     experts = trained_experts_of(domain_class(spec.env_id))
     if experts is None:
@@ -56,7 +54,6 @@ def train(
 ) -> None:
     """Train experts online and store their weights (safetensors)."""
     experts = _experts(env)
-    from imaginebench.errors import choice_error
 
     policies = list(task or experts.policies)
     for name in policies:
@@ -64,7 +61,6 @@ def train(
             raise choice_error(f"{experts.env_id} expert policy", name, experts.policies)
     if steps is not None and steps <= 0:
         raise UsageError(f"--steps must be positive, got {steps}.")
-    from imaginebench import limits
 
     limits.count("--eval-episodes", eval_episodes)
     if steps is not None and steps < 5:  # the random warm-up takes a fifth of the steps; SAC needs at least one

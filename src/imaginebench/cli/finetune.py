@@ -8,7 +8,11 @@ import typer
 
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.cli.train import _algo_options, _seeds
+from imaginebench.config import get_profile
+from imaginebench.errors import UsageError
+from imaginebench.finetune import FinetuneSpec
 from imaginebench.finetune.spec import ONLINE_METHODS
+from imaginebench.threads import set_threads
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
@@ -51,15 +55,11 @@ def finetune(
 
     Fine-tunes resume from their last checkpoint; finished ones are skipped.
     """
-    from imaginebench.config import get_profile
-    from imaginebench.errors import UsageError
-    from imaginebench.finetune import FinetuneSpec
     from imaginebench.finetune import finetune as run_finetune
 
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
-    from imaginebench.threads import set_threads
 
     set_threads(threads)
     if not (device == "cpu" or device.startswith("cpu:") or device.startswith("cuda")):

@@ -9,8 +9,14 @@ from typing import Optional
 
 import typer
 
+from imaginebench import limits
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
-from imaginebench.errors import UsageError
+from imaginebench.data.hub import load_imaginary, load_real
+from imaginebench.data.storage import load_dataset
+from imaginebench.errors import UsageError, choice_error
+from imaginebench.imagination.pipeline import _levels, generate, quality, train
+from imaginebench.imagination.quality import format_table, oracle_variant
+from imaginebench.imagination.render import episode_strip, save_png
 
 imagine_app = typer.Typer(help="Fine-tune the rollout language model, imagine rollouts, score them.",
                           no_args_is_help=True)
@@ -68,9 +74,6 @@ def imagine_train(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Fine-tune the rollout model on the real train data (resumes an existing checkpoint)."""
-    from imaginebench import limits
-    from imaginebench.imagination.pipeline import train
-
     if action_bins is not None and action_bins < 2:
         raise UsageError(f"--action-bins must be at least 2, got {action_bins}.")
     for option, value in (("--steps", steps), ("--layers", layers), ("--batch-size", batch_size),
@@ -117,8 +120,6 @@ def imagine_train(
 
 def _threads(threads: int | None) -> None:
     """``--threads``: at least 1 and at most the CPUs this process may use."""
-    from imaginebench import limits
-
     limits.count("--threads", threads, high=limits.available_cpus(), allow_none=True)
 
 
@@ -163,10 +164,6 @@ def imagine_generate(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Imagine rollouts for novel instructions (best-of-N per task), filter them and save them."""
-    from imaginebench import limits
-    from imaginebench.imagination.pipeline import generate
-    from imaginebench.imagination.quality import format_table
-
     for option, value in (("--episodes", episodes), ("--batch-size", batch_size), ("--max-steps", max_steps)):
         limits.count(option, value, allow_none=True)
     limits.number("--temperature", temperature, low=0.0)
@@ -209,10 +206,6 @@ def imagine_quality(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Score stored imaginary rollouts: consistency, transition correctness, legality, replay success."""
-    from imaginebench import limits
-    from imaginebench.imagination.pipeline import _levels, quality
-    from imaginebench.imagination.quality import format_table, oracle_variant
-
     limits.positive("--tolerance", tolerance, allow_none=True)
     if oracle_replay and not write_oracle:
         raise UsageError("--oracle-replay only applies with --write-oracle; add --write-oracle (or drop --oracle-replay).")
@@ -246,8 +239,6 @@ def imagine_ground(
     write imaginary-<level>.grounded.npz, used with `train --imaginary grounded`. The models are fitted once
     per domain, profile and real data (a few minutes) and cached in the data home."""
     from imaginebench.imagination.grounding import GROUND_MODES, STATE_TESTS, NothingKept, ground_dataset
-    from imaginebench.imagination.pipeline import _levels
-    from imaginebench.errors import choice_error
 
     if mode not in GROUND_MODES:
         raise choice_error("--mode", mode, tuple(GROUND_MODES))
@@ -298,11 +289,7 @@ def imagine_render(
     import os
 
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from imaginebench.data.hub import load_imaginary, load_real
-    from imaginebench.data.storage import load_dataset
-    from imaginebench.imagination.render import episode_strip, save_png
 
-    from imaginebench import limits
 
     if source not in ("imaginary", "real"):
         raise UsageError(f"--source must be imaginary or real, got {source!r}.")

@@ -8,6 +8,8 @@ from typing import Optional
 import typer
 
 from imaginebench.cli.common import app, friendly
+from imaginebench.config import data_home
+from imaginebench.report import build_report
 
 
 @app.command()
@@ -28,8 +30,6 @@ def report(
     self-contained HTML page."""
     import os
 
-    from imaginebench.config import data_home
-    from imaginebench.report import build_report
 
     if env is not None:
         from imaginebench.envs.registry import env_spec

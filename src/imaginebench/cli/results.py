@@ -8,6 +8,7 @@ import typer
 
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.errors import UsageError
+from imaginebench.evaluation.published import baselines_table, format_rows, reference_results
 
 
 @app.command()
@@ -31,7 +32,6 @@ def results(
     commit that measured them; rows measured at a domain's older sizes say so."""
     import json
 
-    from imaginebench.evaluation.published import baselines_table, format_rows, reference_results
 
     if baselines:
         if env or level or algo or data or as_json:

@@ -8,9 +8,12 @@ import typer
 
 from imaginebench.algos.registry import algorithm_names
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
-from imaginebench.errors import UsageError
+from imaginebench.config import get_profile
+from imaginebench.data.hub import IMAGINARY_VARIANTS
+from imaginebench.errors import UsageError, choice_error
+from imaginebench.threads import set_threads
+from imaginebench.training import train_seeds
 from imaginebench.training.spec import DEFAULT_MIX_RATIO, RunSpec
-
 
 UNSTACKED = ("dt", "discrete_dt")
 """Algorithms without a stacked trainer (:data:`imaginebench.algos.vectorised.STACKED`; tested)."""
@@ -100,19 +103,13 @@ def train(
     Real-only runs that would train the same network (--baselines, or a level's real only and
     retrieval) train it once and each write their own record.
     """
-    from imaginebench.config import get_profile
-    from imaginebench.training import train_seeds
-
     if real_upper_bound and (real_only or retrieval):
         raise UsageError("Choose one of --real-upper-bound and --real-only / --retrieval.")
     if ctx.args and not seeds:
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     seed_list = _seeds(seeds, list(ctx.args)) if seeds else list(get_profile(profile).seeds)
-    from imaginebench.threads import set_threads
 
     set_threads(threads)
-    from imaginebench.data.hub import IMAGINARY_VARIANTS
-    from imaginebench.errors import choice_error
 
     if imaginary not in IMAGINARY_VARIANTS:
         raise choice_error("--imaginary", imaginary, IMAGINARY_VARIANTS)

@@ -7,7 +7,9 @@ from typing import Any, Iterator
 import numpy as np
 from tqdm.auto import tqdm
 
+from imaginebench import limits
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.envs.registry import load_domain, make
 from imaginebench.errors import UsageError
 from imaginebench.processes import worker_pool
 
@@ -54,8 +56,6 @@ def rollout(env: Any, task: str, seed: int, policy: str = "expert", initial_stat
 
 
 def _collect_range(args: tuple[str, str, int, int, int, str]) -> list[Episode]:
-    from imaginebench.envs.registry import make
-
     env_id, level, start, stop, seed, policy = args
     env = make(env_id, level=level, encode_instruction=False)
     tasks = env.unwrapped.tasks
@@ -80,15 +80,12 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
     ``ray_address`` the chunks of 50 episodes run as Ray tasks (``"local"``: a local instance
     with ``workers`` CPUs; else a cluster address such as ``"auto"``).
     """
-    from imaginebench.envs.registry import load_domain
-
     if policy not in POLICIES:
         from imaginebench.errors import choice_error
 
         raise choice_error("policy", policy, POLICIES)
     if episodes <= 0:
         raise UsageError(f"episodes must be positive, got {episodes}.")
-    from imaginebench import limits
 
     cluster = ray_address is not None and ray_address != "local"
     workers = limits.workers("--workers", workers, cluster=cluster)

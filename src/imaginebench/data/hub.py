@@ -21,8 +21,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from imaginebench import limits
 from imaginebench.config import data_home, get_profile
-from imaginebench.data.dataset import EpisodeDataset, SOURCES
+from imaginebench.data.dataset import SOURCES, EpisodeDataset
 from imaginebench.data.storage import DatasetError, load_dataset, save_dataset
 from imaginebench.domains.base import check_level
 from imaginebench.domains.env_base import provide_datasets
@@ -253,7 +254,6 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
     see :func:`imaginebench.data.collect.collect`)."""
     from imaginebench.data.collect import collect
 
-    from imaginebench import limits
 
     prof = get_profile(profile)
     limits.count("--episodes", episodes, allow_none=True)

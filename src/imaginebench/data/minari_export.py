@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from imaginebench.data.dataset import EpisodeDataset
+from imaginebench.envs.registry import ENV_SPECS, gym_spec
 
 
 def minari_id(dataset: EpisodeDataset) -> str:
@@ -28,8 +29,6 @@ def _env_spec_of(metadata: dict) -> Any:
     """Gymnasium's spec of the env the data belongs to, at the dataset's level (so Minari's
     ``recover_environment()`` and ``recover_environment(eval_env=True)`` give it back); ``None``
     for data of a domain that is not registered here."""
-    from imaginebench.envs.registry import ENV_SPECS, gym_spec
-
     domain = str(metadata.get("domain"))
     if domain not in ENV_SPECS:
         return None

@@ -7,6 +7,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from imaginebench.language import get_encoder
+
 
 class BenchmarkEnv(gym.Wrapper):
     """Forwards the benchmark API (tasks, expert, datasets, set-state) of the inner env."""
@@ -39,7 +41,6 @@ class InstructionEmbedding(BenchmarkEnv):
 
     def __init__(self, env: gym.Env, encoder: str | None = None) -> None:
         super().__init__(env)
-        from imaginebench.language import get_encoder
 
         self.encoder = get_encoder(encoder)
         unwrapped = env.unwrapped
@@ -77,7 +78,6 @@ class VectorInstructionEmbedding(gym.vector.VectorWrapper):
 
     def __init__(self, env: gym.vector.VectorEnv, encoder: str | None = None, banks: tuple[str, ...] = ()) -> None:
         super().__init__(env)
-        from imaginebench.language import get_encoder
 
         self.encoder = get_encoder(encoder)
         if banks and hasattr(self.encoder, "prepare"):

@@ -20,6 +20,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from imaginebench import limits
+from imaginebench.config import get_profile
+from imaginebench.domains.base import check_level
+from imaginebench.envs.registry import env_spec
 from imaginebench.language.encoders import as_encoder
 
 
@@ -105,10 +109,6 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
             phrasing nearest to it under the encoder (``encoder``; the default one for a raw policy)
             before the policy sees it (:mod:`imaginebench.evaluation.retrieval`; reads no novel-level data).
     """
-    from imaginebench import limits
-    from imaginebench.config import get_profile
-    from imaginebench.domains.base import check_level
-    from imaginebench.envs.registry import env_spec
     from imaginebench.evaluation.protocol import Evaluator
     from imaginebench.evaluation.reference import normalised_score, reference_scores
 

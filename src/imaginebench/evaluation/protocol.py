@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from imaginebench.envs.registry import domain_class, make
 from imaginebench.fileio import first_line
 
 LAST_CHECKPOINTS = 5
@@ -127,7 +128,6 @@ class Evaluator:
     def _make(self):
         if self.env_factory is not None:
             return self.env_factory(self.level)
-        from imaginebench.envs.registry import make
 
         return make(self.env_id, level=self.level, encode_instruction=False)
 
@@ -166,8 +166,6 @@ class Evaluator:
 
     def _env_cap(self) -> int | None:
         """The domain card's ``eval_envs`` (``None`` for an env the registry does not know)."""
-        from imaginebench.envs.registry import domain_class
-
         try:
             return domain_class(self.env_id).eval_envs
         except (KeyError, ValueError, AttributeError, ImportError):

@@ -18,6 +18,11 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from imaginebench.algos.registry import get_spec, resolve
+from imaginebench.config import get_profile
+from imaginebench.domains.base import LEVELS, check_level
+from imaginebench.envs.registry import domain_class, env_ids, env_spec
+from imaginebench.errors import UsageError, choice_error
 from imaginebench.evaluation.records import train_data_flags
 from imaginebench.fileio import atomic_path
 
@@ -47,12 +52,6 @@ def reference_results(env_id: str | None = None, profile: str = "small", *, leve
     Level names are case-insensitive; ``algorithm`` is resolved per domain as ``train`` does
     (``bc`` is ``discrete_bc`` on a discrete domain); an unknown env id, profile, level, algorithm
     or data variant is a one-line error naming the valid values."""
-    from imaginebench.algos.registry import get_spec
-    from imaginebench.config import get_profile
-    from imaginebench.domains.base import LEVELS, check_level
-    from imaginebench.envs.registry import env_spec
-    from imaginebench.errors import choice_error
-
     name = get_profile(profile).name
     if level is not None:
         level = check_level(str(level).strip().lower())
@@ -78,10 +77,6 @@ def reference_results(env_id: str | None = None, profile: str = "small", *, leve
 def _algorithm_matches(asked: str, row_algorithm: str, env_id: str) -> bool:
     """Whether a row's algorithm is what ``asked`` runs on ``env_id`` (``bc`` on a discrete domain
     is ``discrete_bc``), as :func:`imaginebench.algos.registry.resolve` decides for ``train``."""
-    from imaginebench.algos.registry import resolve
-    from imaginebench.envs.registry import domain_class
-    from imaginebench.errors import UsageError
-
     if asked == row_algorithm:
         return True
     try:
@@ -134,9 +129,6 @@ def is_current(row: Mapping[str, Any]) -> bool:
     """Whether ``row`` was measured at its profile's present sizes (real train episodes and
     gradient steps, :meth:`imaginebench.config.Profile.episodes` / ``steps_for``): a domain resized
     after a row was published leaves that row standing, marked as measured at the old size."""
-    from imaginebench.config import get_profile
-    from imaginebench.envs.registry import domain_class
-
     prof = get_profile(row.get("profile", "small"))
     try:
         card = domain_class(row["env"])
@@ -189,8 +181,6 @@ def baselines_table(profile: str = "small", algorithms: Iterable[str] = REFERENC
     bound side by side, with the train level's real-only row first (was the domain learned at
     all?).  Only rows at the profile's present sizes; "–" where a cell is not published; the best
     cell short of the upper bound in bold.  The README's table is this function's output (tested)."""
-    from imaginebench.envs.registry import env_ids
-
     rows = [r for r in reference_results(profile=profile) if is_current(r) and r["algorithm"] in tuple(algorithms)]
     cells = {(r["env"], r["algorithm"], r["level"], r["data"]): r for r in rows}
     order = {name: i for i, name in enumerate(algorithms)}

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from imaginebench.config import data_home
-from imaginebench.fileio import write_json  # noqa: F401  (re-exported: records are written with it)
+from imaginebench.fileio import read_json, write_json
 from imaginebench.version import __version__
 
 RECORD_NAME = "record.json"
@@ -111,8 +111,6 @@ def _badly_typed(record: dict[str, Any]) -> str | None:
 
 def read_record(path: str | Path) -> dict[str, Any]:
     """One record; a damaged file raises ``ValueError`` naming it."""
-    from imaginebench.fileio import read_json
-
     path = Path(path)
     try:
         record = read_json(path)

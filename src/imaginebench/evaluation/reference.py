@@ -28,8 +28,10 @@ from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 
+from imaginebench import limits
 from imaginebench.config import data_home
-from imaginebench.fileio import write_json
+from imaginebench.envs.registry import load_domain, make
+from imaginebench.fileio import write_json, write_text
 from imaginebench.processes import worker_pool
 from imaginebench.version import __version__
 
@@ -72,8 +74,6 @@ def run_episode(env: Any, task: str, reset_seed: int, policy: str) -> tuple[bool
 
 
 def _make(env_id: str, level: str) -> Any:
-    from imaginebench.envs.registry import make
-
     return make(env_id, level=level, encode_instruction=False)
 
 
@@ -244,9 +244,7 @@ def calibrate(env_id: str, levels: Sequence[str] = ("train", "easy", "hard"), *,
     """:func:`calibrate_task` for every task of ``levels`` (optionally only ``tasks``)."""
     from tqdm.auto import tqdm
 
-    from imaginebench.envs.registry import load_domain
 
-    from imaginebench import limits
 
     workers = limits.workers("--workers", workers)
     domain = load_domain(env_id)
@@ -331,7 +329,6 @@ def save_calibration(env_id: str, rows: Sequence[TaskCalibration], settings: dic
     path = calibration_path(env_id)
     write_json(path, {"schema_version": CALIBRATION_SCHEMA, "version": __version__, "env": env_id,
                       **settings, "rows": [r.to_dict() for r in merged.values()]})
-    from imaginebench.fileio import write_text
 
     write_text(path.with_suffix(".md"), calibration_markdown(env_id, list(merged.values()),
                                                                    wall_s=None if stored else wall_s))

@@ -26,10 +26,14 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
+from imaginebench import limits
+from imaginebench.algos._d3rlpy import load
+from imaginebench.domains.base import TrainedExperts
 from imaginebench.domains.halfcheetah import physics as P
 from imaginebench.domains.halfcheetah import success as S
-from imaginebench.domains.base import TrainedExperts
+from imaginebench.domains.halfcheetah.env import HalfCheetahEnv
 from imaginebench.domains.halfcheetah.expert import POLICIES, MLPPolicy, policy_path
+from imaginebench.domains.halfcheetah.tasks import build_tasks
 
 RUN_TARGET_SPEED = 2.0
 """m/s: the plain run experts' training reward peaks at this speed."""
@@ -59,9 +63,6 @@ class TrainingEnv(gym.Env):
     """HalfCheetah-v0 at one task, for training: no success termination, the training reward."""
 
     def __init__(self, policy: str, seed: int = 0) -> None:
-        from imaginebench.domains.halfcheetah.env import HalfCheetahEnv
-        from imaginebench.domains.halfcheetah.tasks import build_tasks
-
         level = next(lv for lv, tasks in build_tasks().items() if policy in {t.name for t in tasks})
         self.env = HalfCheetahEnv(level=level)
         self.policy = policy
@@ -93,9 +94,6 @@ class TrainingEnv(gym.Env):
 
 def evaluate(act: Callable[[np.ndarray], np.ndarray], task_name: str, episodes: int, seed: int) -> dict[str, Any]:
     """Success rate and mean net displacement of ``act`` on ``task_name`` (real episodes)."""
-    from imaginebench.domains.halfcheetah.env import HalfCheetahEnv
-    from imaginebench.domains.halfcheetah.tasks import build_tasks
-
     level = next(lv for lv, tasks in build_tasks().items() if task_name in {t.name for t in tasks})
     env = HalfCheetahEnv(level=level)
     wins, disp, jumps = 0, [], []
@@ -135,8 +133,6 @@ def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out:
     (unevaluated; with the same seed, the snapshot at step k is what ``steps=k`` trains when
     ``k ≥ 5·random_steps``).  Returns the metadata written with the weights.
     """
-    from imaginebench import limits
-
     limits.count("--eval-episodes", eval_episodes)
     if policy not in POLICIES:
         from imaginebench.errors import choice_error
@@ -144,7 +140,6 @@ def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out:
         raise choice_error("HalfCheetah-v0 expert policy", policy, POLICIES)
     import torch
 
-    from imaginebench.algos._d3rlpy import load
 
     d3rlpy = load()
     torch.manual_seed(settings.seed)

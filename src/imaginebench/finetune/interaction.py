@@ -15,6 +15,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from imaginebench.envs.registry import make
+from imaginebench.errors import choice_error
+
 
 class TaskCycle(gym.Wrapper):
     """Resets without a ``task`` option take the next task of a fixed cycle over the level's tasks."""
@@ -42,8 +45,6 @@ class TaskCycle(gym.Wrapper):
 
 
 def _make(env_id: str, level: str, slot: int, stride: int) -> gym.Env:
-    from imaginebench.envs.registry import make
-
     return TaskCycle(make(env_id, level, encode_instruction=False), slot, stride)
 
 
@@ -72,8 +73,6 @@ class Interaction:
     """``num_envs`` copies of ``env_id`` at ``level`` (raw state vectors), seeded from ``seed``."""
 
     def __init__(self, env_id: str, level: str, num_envs: int, seed: int, mode: str = "sync") -> None:
-        from imaginebench.errors import choice_error
-
         modes = {"sync": gym.vector.SyncVectorEnv, "async": gym.vector.AsyncVectorEnv}
         if mode not in modes:
             raise choice_error("vectorization mode", mode, tuple(modes))

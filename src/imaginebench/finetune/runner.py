@@ -20,19 +20,26 @@ from typing import Any, Callable
 
 import numpy as np
 
+from imaginebench.algos._d3rlpy import load as load_d3rlpy
+from imaginebench.algos.configs import BuildContext
+from imaginebench.algos.sampler import MixedReplaySource, fast_update
+from imaginebench.algos.weights import load_impl_state
+from imaginebench.data.hub import dataset_path, load_real
+from imaginebench.envs.registry import env_spec, load_domain
 from imaginebench.errors import UsageError
+from imaginebench.evaluation.protocol import Evaluator, d3rlpy_policy
+from imaginebench.evaluation.records import versions
+from imaginebench.evaluation.reference import reference_scores
 from imaginebench.finetune.buffer import OnlineBuffer, concat_batches
 from imaginebench.finetune.interaction import Interaction
-from imaginebench.run_folder import RunFolder
 from imaginebench.finetune.spec import (
-    STOCHASTIC,
-    FinetuneSpec,
-    Start,
-    finetune_dir,
-    method_config,
-    resolve_method,
-    resolve_start,
+    STOCHASTIC, FinetuneSpec, Start, finetune_dir, method_config, resolve_method, resolve_start,
 )
+from imaginebench.language import get_encoder
+from imaginebench.run_folder import RunFolder
+from imaginebench.training.runner import flushed_denormals
+from imaginebench.training.sources import load_sources
+from imaginebench.training.spec import RunSpec
 
 SCHEMA_VERSION = 1
 METHOD_LABELS = {"discrete_cql": "CQL", "double_dqn": "Double DQN", "discrete_sac": "SAC", "td3bc": "TD3+BC",
@@ -173,11 +180,6 @@ def _set_np_global_state(state: dict[str, Any]) -> None:
 def _offline_source(spec: FinetuneSpec, start: Start, encoder: Any, action_size: int | None):
     """The offline data a batch may draw from: the start run's sources, or the real training data
     for a scratch start; with their description."""
-    from imaginebench.algos.sampler import MixedReplaySource
-    from imaginebench.data.hub import dataset_path, load_real
-    from imaginebench.training.sources import load_sources
-    from imaginebench.training.spec import RunSpec
-
     if start.run is None:
         real = load_real(spec.env_id, "train", spec.profile)
         info = [{"name": "real", "source": "real", "level": "train", "episodes": len(real),
@@ -194,11 +196,6 @@ def _offline_source(spec: FinetuneSpec, start: Start, encoder: Any, action_size:
 def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | FinetuneResult:
     import torch
 
-    from imaginebench.algos._d3rlpy import load as load_d3rlpy
-    from imaginebench.algos.configs import BuildContext
-    from imaginebench.envs.registry import env_spec, load_domain
-    from imaginebench.evaluation.protocol import Evaluator
-    from imaginebench.language import get_encoder
 
     d3rlpy = load_d3rlpy()
     domain = load_domain(env_spec(spec.env_id).env_id)
@@ -291,7 +288,6 @@ def _save_checkpoint(run: _Finetune) -> None:
 def _load_checkpoint(run: _Finetune) -> None:
     import torch
 
-    from imaginebench.algos.weights import load_impl_state
 
     def restore(st: dict[str, Any]) -> None:
         load_impl_state(run.algo.impl, st["model"])
@@ -317,8 +313,6 @@ def _act(run: _Finetune, observations: np.ndarray) -> np.ndarray:
 
 
 def _update(run: _Finetune) -> dict[str, float]:
-    from imaginebench.algos.sampler import fast_update
-
     n_off = int(round(run.spec.offline_ratio * run.batch)) if run.offline is not None and run.spec.offline_ratio else 0
     n_on = run.batch - n_off
     idx = run.rng.integers(0, len(run.buffer), size=n_on)
@@ -334,8 +328,6 @@ def _update(run: _Finetune) -> dict[str, float]:
 
 
 def _evaluate(run: _Finetune, loss: dict[str, float], on_checkpoint) -> dict[str, Any]:
-    from imaginebench.evaluation.protocol import d3rlpy_policy
-
     t0 = time.perf_counter()
     result = run.evaluator(d3rlpy_policy(run.algo)).to_dict()
     run.elapsed["eval"] += time.perf_counter() - t0
@@ -354,7 +346,6 @@ def _evaluate(run: _Finetune, loss: dict[str, float], on_checkpoint) -> dict[str
 def _loop(run: _Finetune, progress: bool, on_checkpoint) -> None:
     from tqdm.auto import tqdm
 
-    from imaginebench.training.runner import flushed_denormals
 
     spec = run.spec
     loss: dict[str, float] = {}
@@ -393,9 +384,6 @@ def _loop(run: _Finetune, progress: bool, on_checkpoint) -> None:
 
 
 def _finish(run: _Finetune) -> FinetuneResult:
-    from imaginebench.evaluation.records import versions
-    from imaginebench.evaluation.reference import reference_scores
-
     spec = run.spec
     ref = reference_scores(run.env_id, spec.level, spec.episodes_per_task, spec.seed)
     record = build_record(run, {"random": ref["random"]["success"], "expert": ref["expert"]["success"]})

@@ -15,23 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imaginebench.algos.configs import (
-    AlgoConfig,
-    CalQLConfig,
-    CQLConfig,
-    DiscreteCQLConfig,
-    DiscreteSACConfig,
-    DoubleDQNConfig,
-    IQLConfig,
-    ReBRACConfig,
-    SACConfig,
-    TD3Config,
-    TD3PlusBCConfig,
-)
 from imaginebench import limits
+from imaginebench.algos.configs import (
+    AlgoConfig, CalQLConfig, CQLConfig, DiscreteCQLConfig, DiscreteSACConfig, DoubleDQNConfig, IQLConfig, ReBRACConfig,
+    SACConfig, TD3Config, TD3PlusBCConfig,
+)
+from imaginebench.algos.weights import MODEL_FILE
 from imaginebench.config import data_home, get_profile
 from imaginebench.domains.base import check_level
+from imaginebench.envs.registry import env_spec
 from imaginebench.errors import UsageError, choice_error
+from imaginebench.evaluation.records import RECORD_NAME, read_record, train_data_flags
+from imaginebench.training.spec import RunSpec, run_dir
 
 ONLINE_METHODS: dict[str, type[AlgoConfig]] = {
     "discrete_cql": DiscreteCQLConfig, "double_dqn": DoubleDQNConfig, "discrete_sac": DiscreteSACConfig,
@@ -194,11 +189,6 @@ DATA_LABELS = {"real": "offline real", "imaginary": "offline real+imaginary",
 def resolve_start(spec: FinetuneSpec) -> Start:
     """The start of ``spec``; a missing or unfinished offline run is a one-line error naming the
     command that trains it."""
-    from imaginebench.evaluation.records import RECORD_NAME, read_record
-    from imaginebench.algos.weights import MODEL_FILE
-    from imaginebench.evaluation.records import train_data_flags
-    from imaginebench.training.spec import RunSpec, run_dir
-
     if spec.start == "scratch":
         return Start("scratch", "scratch", None, {}, None)
     canonical = None
@@ -245,14 +235,10 @@ def resolve_start(spec: FinetuneSpec) -> Start:
 
 
 def _env_id(env_id: str) -> str:
-    from imaginebench.envs.registry import env_spec
-
     return env_spec(env_id).env_id
 
 
 def _canonical_folder(spec: FinetuneSpec, record: dict[str, Any]) -> Path:
-    from imaginebench.training.spec import RunSpec, run_dir
-
     try:
         data = record["data"] if record["data"] != "real" or spec.level != "train" else "imaginary"
         return run_dir(RunSpec(spec.env_id, record["algo"], level=spec.level, seed=spec.seed, profile=spec.profile,

@@ -15,9 +15,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from imaginebench.data.collect import episode_seed, rollout
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.data.storage import load_dataset, save_dataset
 from imaginebench.domains.base import Domain
+from imaginebench.envs.registry import make
 from imaginebench.errors import UsageError
+from imaginebench.fileio import write_json
 from imaginebench.imagination.decoding import GenerateConfig, StartSampler, imagine
 from imaginebench.imagination.filters import honest_ok
 
@@ -36,9 +40,6 @@ def required_steps(env_id: str, level: str, episodes_per_task: int = 2, seed: in
     Used only as a floor under ``--max-steps`` (the step cap is a compute knob and must not
     cut rollouts shorter than the tasks need); never to judge imagined rollouts.
     """
-    from imaginebench.data.collect import episode_seed, rollout
-    from imaginebench.envs.registry import make
-
     env = make(env_id, level=level, encode_instruction=False)
     try:
         need: dict[str, int] = {}
@@ -97,8 +98,6 @@ class RoundStore:
     def load(self) -> list[tuple[list[Episode], np.ndarray]]:
         """The finished rounds (candidates, keep flags); [] for a fresh run.  Raises
         ``UsageError`` when the folder was started with other settings."""
-        from imaginebench.data.storage import load_dataset
-
         path = self.folder / self.STATE
         if not path.exists():
             return []
@@ -114,9 +113,6 @@ class RoundStore:
 
     def append(self, episodes: list[Episode], ok: np.ndarray, metadata: Mapping[str, Any],
                state_dim: int, action_shape: tuple[int, ...], **extra: Any) -> None:
-        from imaginebench.data.storage import save_dataset
-        from imaginebench.fileio import write_json
-
         name = f"round-{len(self.rounds):04d}.npz"
         save_dataset(EpisodeDataset.from_episodes(episodes, metadata=dict(metadata), state_dim=state_dim,
                                                   action_shape=action_shape), self.folder / name, overwrite=True)

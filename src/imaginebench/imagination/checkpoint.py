@@ -38,6 +38,7 @@ from typing import Any, Mapping
 import torch
 
 from imaginebench.config import data_home, get_profile
+from imaginebench.envs.registry import env_spec
 from imaginebench.fileio import atomic_path, torch_load_plain
 from imaginebench.version import __version__
 
@@ -63,8 +64,6 @@ def backbone_slug(backbone: str) -> str:
 def default_checkpoint_dir(env_id: str, profile: str | None, backbone: str, numeric_layers: int | None = None) -> Path:
     """``<home>/models/rollout-lm/<env>/<profile>/<backbone>[-late<k>]`` (late entry: its own folder,
     so a full-depth model and a late-entry one of the same backbone live side by side)."""
-    from imaginebench.envs.registry import env_spec
-
     slug = backbone_slug(backbone) + (f"-late{numeric_layers}" if numeric_layers else "")
     return data_home() / "models" / "rollout-lm" / env_spec(env_id).env_id / get_profile(profile).name / slug
 

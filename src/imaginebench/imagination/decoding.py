@@ -25,8 +25,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from imaginebench.data.collect import episode_seed
 from imaginebench.data.dataset import Episode
 from imaginebench.domains.base import Domain, Task
+from imaginebench.envs.registry import make
 from imaginebench.imagination.filters import KEEP_MODES
 from imaginebench.imagination.formats import SequenceBuilder, collate
 
@@ -110,16 +112,12 @@ class StartSampler:
     """
 
     def __init__(self, env_id: str, level: str, seed: int = 1) -> None:
-        from imaginebench.envs.registry import make
-
         self.env = make(env_id, level=level, encode_instruction=False)
         self.base = self.env.unwrapped
         self.level, self.seed, self.count = level, int(seed), 0
         self.task_names: tuple[str, ...] = tuple(self.base.tasks)
 
     def draw(self, task_name: str) -> Start:
-        from imaginebench.data.collect import episode_seed
-
         _, info = self.env.reset(seed=episode_seed(self.seed, self.count), options={"task": task_name})
         self.count += 1
         return Start(self.base.domain.task(info["task"], level=self.level), info["instruction"],

@@ -34,6 +34,8 @@ from typing import Sequence as Seq
 
 import numpy as np
 
+from imaginebench.errors import choice_error
+
 TEXT, STATE, ACTION = 0, 1, 2
 """Position kinds."""
 
@@ -216,7 +218,6 @@ class SequenceBuilder:
             return self.rollout(instruction, states, actions, ends_here=ends_here)
         if task == "explanation":
             return self.explanation(instruction, states, actions)
-        from imaginebench.errors import choice_error
 
         raise choice_error("fine-tuning task", task, TASKS)
 

@@ -15,13 +15,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from imaginebench.config import get_profile
 from imaginebench.data.dataset import Episode, EpisodeDataset
-from imaginebench.errors import UsageError
+from imaginebench.data.hub import imaginary_path
+from imaginebench.data.storage import save_dataset
+from imaginebench.domains.base import check_level
+from imaginebench.envs.registry import load_domain
+from imaginebench.errors import UsageError, choice_error
 from imaginebench.imagination.best_of_n import RoundStore, best_of_n, required_steps, task_quotas
 from imaginebench.imagination.decoding import GenerateConfig, StartSampler
 from imaginebench.imagination.filters import KEEP_VARIANT
-from imaginebench.imagination.grounding import DEFAULT_MODE, GROUND_MODES, ground_check, load_grounding, summary
 from imaginebench.imagination.formats import ROLLOUT_PROMPT
+from imaginebench.imagination.grounding import DEFAULT_MODE, GROUND_MODES, ground_check, load_grounding, summary
 from imaginebench.version import __version__
 
 logger = logging.getLogger("imaginebench.imagination")
@@ -88,12 +93,6 @@ def generate_level(
     file as ``.quality.json``.  ``score=False`` skips the simulator-based quality metrics
     (run ``imaginebench imagine quality`` later).
     """
-    from imaginebench.config import get_profile
-    from imaginebench.data.hub import imaginary_path
-    from imaginebench.data.storage import save_dataset
-    from imaginebench.domains.base import check_level
-    from imaginebench.envs.registry import load_domain
-    from imaginebench.errors import choice_error
     from imaginebench.imagination.quality import check_rollouts, quality_path, write_quality
 
     cfg = cfg or GenerateConfig()

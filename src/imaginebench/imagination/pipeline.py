@@ -11,7 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from imaginebench import limits
 from imaginebench.config import get_profile
+from imaginebench.data.hub import load_real
+from imaginebench.envs.registry import domain_class, env_ids, env_spec, load_domain
 from imaginebench.errors import UsageError, choice_error
 
 
@@ -59,8 +62,6 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     ``numeric_layers``: late entry (``None``: the profile's default, 0: every layer).
     ``action_bins``: continuous actions as ``K`` sampled values per dimension
     (:class:`~imaginebench.imagination.model.ModelConfig`); ``None``: regressed."""
-    from imaginebench.data.hub import load_real
-    from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.backbones import check_backbone
     from imaginebench.imagination.lm_training import TrainConfig, train_rollout_model
     from imaginebench.imagination.model import ModelConfig
@@ -111,7 +112,6 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     """
     import torch
 
-    from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.checkpoint import load_checkpoint, train_command
     from imaginebench.imagination.decoding import GenerateConfig
     from imaginebench.imagination.generate import generate_level
@@ -121,8 +121,6 @@ def generate(env_id: str, profile: str | None = None, level: str | Sequence[str]
     levels = _levels(level)
     if threads:
         torch.set_num_threads(threads)
-    from imaginebench import limits
-    from imaginebench.envs.registry import domain_class, env_ids, load_domain
 
     domain = load_domain(env_id)
     if physics_prior and not hasattr(domain, "constrain_step"):
@@ -170,7 +168,6 @@ def quality(env_id: str, profile: str | None = None, level: str | Sequence[str] 
     With ``keep`` (``honest`` or ``oracle``) the datasets are filtered in place (originals kept as
     ``imaginary-<level>.unfiltered.npz``); see :func:`~imaginebench.imagination.quality.filter_dataset`.
     """
-    from imaginebench.envs.registry import env_spec
     from imaginebench.imagination.quality import dataset_quality, filter_dataset
 
     env_id = env_spec(env_id).env_id

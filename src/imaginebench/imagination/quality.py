@@ -24,15 +24,17 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from imaginebench import limits
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.data.hub import dataset_path, find_imaginary, imaginary_path, imagine_command
+from imaginebench.data.storage import load_dataset, save_dataset
+from imaginebench.envs.registry import domain_class, load_domain, make
 from imaginebench.fileio import write_json
 
 
 def transition_tolerance(env_id: str) -> float:
     """Largest |simulated − generated| over the state entries for a transition to count as correct:
     the domain's ``transition_tolerance`` (its card says how it was measured)."""
-    from imaginebench.envs.registry import domain_class
-
     return float(domain_class(env_id).transition_tolerance)
 
 
@@ -94,8 +96,6 @@ def check_rollouts(env_id: str, level: str, episodes: Sequence[Episode] | Episod
     :mod:`.replay`) and, for BabyAI, ``transition_correctness_paper`` (the paper's looser rule:
     a transition is wrong when the agent moves more than two cells at once).
     """
-    from imaginebench.envs.registry import make
-
     tol = transition_tolerance(env_id) if tolerance is None else float(tolerance)
     env = make(env_id, level=level, encode_instruction=False)
     sim = env.unwrapped
@@ -202,10 +202,7 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
     """Score the stored imaginary dataset of ``level`` (``variant``: honest, unfiltered, oracle)
     and (by default) write its JSON report.  When generation saved a sample of all candidates
     beside it, the report's ``all`` entry scores that sample too."""
-    from imaginebench import limits
-
     limits.positive("--tolerance", tolerance, allow_none=True)
-    from imaginebench.data.storage import load_dataset
 
     ds, path = stored_imaginary(env_id, level, profile, variant)
     shipped = bool(ds.metadata.get("reference", False))
@@ -227,7 +224,6 @@ def dataset_quality(env_id: str, level: str, profile: str | None = None, toleran
 
 def _grounding_numbers(env_id: str, level: str, profile: str | None, episodes: Any) -> dict[str, float]:
     """Model-replay success and inverse agreement when the grounding models are cached, else nothing."""
-    from imaginebench.envs.registry import load_domain
     from imaginebench.imagination.grounding import cached_grounding, grounding_quality
 
     model = cached_grounding(env_id, profile)
@@ -240,8 +236,6 @@ def stored_imaginary(env_id: str, level: str, profile: str | None = None,
                      variant: str = "honest") -> tuple[EpisodeDataset, Path]:
     """The imaginary dataset of ``level`` to score and its file, as :func:`get_dataset` picks it
     (:func:`~imaginebench.data.hub.find_imaginary`); none is a one-line error saying how to build it."""
-    from imaginebench.data.hub import find_imaginary, imaginary_path, imagine_command
-
     found = find_imaginary(env_id, level, profile, variant)
     if found is not None:
         return found
@@ -269,12 +263,7 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     ``imaginary-<level>.unfiltered.npz``.  Returns the quality report of the rollouts before
     filtering, with ``dropped`` and ``kept`` (also written as JSON).
     """
-    from imaginebench import limits
-
     limits.positive("--tolerance", tolerance, allow_none=True)
-    from imaginebench.data.hub import dataset_path, imagine_command
-    from imaginebench.data.storage import load_dataset, save_dataset
-    from imaginebench.envs.registry import load_domain
     from imaginebench.imagination.filters import KEEP_MODES, honest_ok
 
     if keep not in KEEP_MODES or keep in ("none", "grounded"):
@@ -327,11 +316,7 @@ def oracle_variant(env_id: str, level: str, profile: str | None = None, toleranc
     Unlike ``imagine generate --keep oracle`` (best-of-N until each task's quota passes the
     oracle), this does not refill: the oracle set is a subset of the honest set.
     """
-    from imaginebench import limits
-
     limits.positive("--tolerance", tolerance, allow_none=True)
-    from imaginebench.data.hub import imaginary_path
-    from imaginebench.data.storage import save_dataset
 
     target = imaginary_path(env_id, level, profile, "oracle")
     if target.exists() and not overwrite:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.envs.registry import make
 from imaginebench.fileio import atomic_path
 
 
@@ -27,8 +28,6 @@ def frame_steps(length: int, frames: int) -> list[int]:
 
 def state_renderer(env_id: str, level: str):
     """``(env, render)`` for ``env_id``: ``render(state) -> uint8 (H, W, 3)``.  The caller closes ``env``."""
-    from imaginebench.envs.registry import make
-
     env = make(env_id, level=level, encode_instruction=False)
     render = getattr(env.unwrapped, "render_state", None)
     if render is None:

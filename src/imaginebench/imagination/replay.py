@@ -17,6 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.envs.registry import make
 
 
 def _replay_one(env: Any, index: int, level: str, episode: Episode) -> bool:
@@ -52,8 +53,6 @@ def _replay_one(env: Any, index: int, level: str, episode: Episode) -> bool:
 def replay_success(env_id: str, level: str, episodes: Sequence[Episode] | EpisodeDataset,
                    progress: bool = False) -> np.ndarray:
     """One bool per rollout: whether replaying its actions from its initial state reaches the goal."""
-    from imaginebench.envs.registry import make
-
     eps = list(episodes)
     out = np.zeros(len(eps), dtype=bool)
     env = make(env_id, level=level, encode_instruction=False)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from imaginebench.evaluation.records import load_records, runs_root
+from imaginebench.fileio import write_text
 from imaginebench.report.aggregate import Cell, aggregate, markdown
 
 
@@ -30,8 +32,6 @@ def build_report(out_dir: str | Path, runs: str | Path | None = None, pictures: 
     Returns the written files by name; raises ``FileNotFoundError`` if no record (offline or
     fine-tune) matches.
     """
-    from imaginebench.evaluation.records import load_records, runs_root
-    from imaginebench.fileio import write_text
     from imaginebench.report.figures import success_bars, upper_bound_bars
     from imaginebench.report.finetune import finetune_curves, finetune_section, load_finetune_records
 

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from imaginebench.domains.base import LEVELS
+from imaginebench.training.record import add_references
 
 DATA_ORDER = ("imaginary", "imaginary-grounded", "imaginary-unfiltered", "imaginary-oracle", "real", "real-retrieval",
               "real-upper-bound")
@@ -110,7 +111,6 @@ def _with_references(record: dict[str, Any]) -> dict[str, Any]:
         return record
     if "eval" not in record or "score" not in record:  # not a protocol run: nothing to compare with
         return record
-    from imaginebench.training.record import add_references
 
     return add_references(dict(record))
 

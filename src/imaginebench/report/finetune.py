@@ -15,6 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from imaginebench.evaluation.records import load_records
+
 START_ORDER = ("scratch", "offline real", "offline real+imaginary")
 MAX_COLUMNS = 11
 """At most this many evaluation columns (more: the first, every k-th and the last)."""
@@ -26,8 +28,6 @@ Row = tuple[str, str, str, int, int]  # start name, method, tag, budget, eval_ev
 def load_finetune_records(root: str | Path | None = None, **filters: Any) -> list[dict[str, Any]]:
     """Fine-tune records under ``root`` (default ``<data home>/finetune``) whose fields equal
     ``filters`` (e.g. ``env="CLEVR-v0"``)."""
-    from imaginebench.evaluation.records import load_records
-
     if root is None:
         from imaginebench.config import data_home
 

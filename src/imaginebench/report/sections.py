@@ -18,6 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from imaginebench.data.collect import rollout
+from imaginebench.data.hub import imaginary_path, load_imaginary, reference_path
+from imaginebench.envs.registry import domain_class
+from imaginebench.evaluation.published import format_rows, reference_results
+from imaginebench.evaluation.reference import calibration_path, calibration_summary, load_calibration
+from imaginebench.imagination.quality import quality_path
+from imaginebench.imagination.render import rollout_strip, save_png, stack_strips, state_renderer
+
 NOVEL_LEVELS = ("rephrase", "easy", "hard")
 
 
@@ -29,9 +37,6 @@ def _pct(value: Any) -> str:
 def quality_report(env_id: str, level: str, profile: str) -> tuple[dict[str, Any], str] | None:
     """The quality report of the honest imaginary dataset of ``level`` and where it comes from
     (``"local"`` or ``"reference"``), or ``None`` when neither has one."""
-    from imaginebench.data.hub import imaginary_path, reference_path
-    from imaginebench.imagination.quality import quality_path
-
     for origin, dataset in (("local", imaginary_path(env_id, level, profile)),
                             ("reference", reference_path(env_id, level, profile))):
         path = quality_path(dataset)
@@ -46,8 +51,6 @@ def quality_report(env_id: str, level: str, profile: str) -> tuple[dict[str, Any
 
 def quality_section(pairs: Sequence[tuple[str, str]]) -> list[str]:
     """Markdown: one rollout-quality table per (env, profile) that has imaginary datasets."""
-    from imaginebench.envs.registry import domain_class
-
     out: list[str] = []
     for env_id, profile in pairs:
         found = {lv: quality_report(env_id, lv, profile) for lv in NOVEL_LEVELS}
@@ -90,8 +93,6 @@ def quality_section(pairs: Sequence[tuple[str, str]]) -> list[str]:
 
 def calibration_section(envs: Sequence[str]) -> list[str]:
     """Markdown: each env's stored calibration summarised per level, or how to make one."""
-    from imaginebench.evaluation.reference import calibration_path, calibration_summary, load_calibration
-
     out: list[str] = []
     for env_id in envs:
         out += [f"## {env_id} — calibration (expert and uniformly random policy per task)", ""]
@@ -117,10 +118,6 @@ def rollout_strips(pairs: Sequence[tuple[str, str]], out_dir: Path, frames: int 
     dataset) under the expert's real rollout of the same task and instruction from the same
     initial state.  Returns ``({caption: png}, notes)``; a domain that cannot draw is named in
     ``notes`` instead of failing the report."""
-    from imaginebench.data.collect import rollout
-    from imaginebench.data.hub import load_imaginary
-    from imaginebench.imagination.render import rollout_strip, save_png, stack_strips, state_renderer
-
     figures: dict[str, Path] = {}
     notes: list[str] = []
     for env_id, profile in pairs:
@@ -158,8 +155,6 @@ def published_section(pairs: list[tuple[str, str]], cells: list[Any] = ()) -> li
     profile, marked as published, to read the runs above against; where the runs above used other
     gradient steps, evaluation episodes or seed counts than the rows, a line says they are not
     comparable."""
-    from imaginebench.evaluation.published import format_rows, reference_results
-
     lines: list[str] = []
     for env, profile in pairs:
         try:

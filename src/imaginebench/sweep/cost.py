@@ -30,7 +30,13 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from imaginebench.training.spec import RunSpec
+from imaginebench.config import data_home
+from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.envs.registry import load_domain
+from imaginebench.evaluation.protocol import Evaluator, eval_levels
+from imaginebench.language import get_encoder
+from imaginebench.training.sources import load_sources
+from imaginebench.training.spec import RunSpec, resolve_run
 
 PHRASINGS = 40
 """Distinct instructions in the random data (a level's bank holds a few dozen)."""
@@ -60,8 +66,6 @@ class RateCache:
     """Measured rates of this machine, kept as JSON in the data home."""
 
     def __init__(self, path: Path | None = None, threads: int = 1) -> None:
-        from imaginebench.config import data_home
-
         self.threads = max(1, int(threads))
         self.path = path or data_home() / "cost" / f"{machine_key(self.threads)}.json"
         try:
@@ -87,8 +91,6 @@ class RateCache:
 
 
 def _random_data(domain: Any, rng: np.random.Generator, episodes: int = 60):
-    from imaginebench.data.dataset import Episode, EpisodeDataset
-
     out = []
     for i in range(episodes):
         t = int(rng.integers(10, 51))
@@ -122,7 +124,6 @@ def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0)
     from imaginebench.algos.sampler import MixedReplaySource
     from imaginebench.algos.vectorised import STACKED, trainer_for
     from imaginebench.algos.vectorised.batches import StackedSampler
-    from imaginebench.training.spec import resolve_run
 
     resolved = resolve_run(spec)
     domain = resolved.domain
@@ -149,7 +150,6 @@ def measure_dynamics_epoch(spec: RunSpec, embedding_dim: int, transitions: int, 
     import torch.nn.functional as F
 
     from imaginebench.algos.combo import GaussianEnsemble
-    from imaginebench.training.spec import resolve_run
 
     resolved = resolve_run(spec)
     domain = resolved.domain
@@ -175,8 +175,6 @@ def measure_dynamics_epoch(spec: RunSpec, embedding_dim: int, transitions: int, 
 
 def _dataset_transitions(spec: RunSpec) -> int | None:
     """Transitions of ``spec``'s training data in the data home (``None`` when it is not there yet)."""
-    from imaginebench.training.sources import load_sources
-
     try:
         sources, _, _ = load_sources(spec, spec.env_id)
     except (FileNotFoundError, OSError, ValueError):
@@ -187,10 +185,6 @@ def _dataset_transitions(spec: RunSpec) -> int | None:
 def measure_evaluation(spec: RunSpec, level: str) -> float:
     """Seconds of one checkpoint's evaluation of ``level`` by the protocol (``spec``'s episodes per
     task and seed), with a policy that acts at random: every episode runs to its horizon."""
-    from imaginebench.envs.registry import load_domain
-    from imaginebench.evaluation.protocol import Evaluator
-    from imaginebench.language import get_encoder
-
     domain = load_domain(spec.env_id)
     rng = np.random.default_rng(0)
 
@@ -253,10 +247,6 @@ def estimate(specs: Iterable[RunSpec], cache: RateCache | None = None, seconds: 
 
 
 def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> GridEstimate:
-    from imaginebench.evaluation.protocol import eval_levels
-    from imaginebench.language import get_encoder
-    from imaginebench.training.spec import resolve_run
-
     train_s = eval_s = 0.0
     per_algo: dict[str, float] = {}
     dims: dict[str | None, int] = {}

@@ -20,8 +20,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+from imaginebench.algos.registry import get_spec, resolve
 from imaginebench.config import get_profile
 from imaginebench.domains.base import LEVELS, check_level
+from imaginebench.envs.registry import env_spec, load_domain
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.training import DATA_VARIANTS, RunSpec
 
@@ -32,8 +34,6 @@ DEFAULT_DATA = ("real", "imaginary", "real-upper-bound")
 def run_config(spec: RunSpec, algo: str) -> dict[str, Any]:
     """What identifies ``spec``'s results: env, resolved algorithm ``algo``, level, data, seed,
     profile, tag and every setting that changes results (:meth:`RunSpec.settings`)."""
-    from imaginebench.envs.registry import env_spec
-
     return {"env": env_spec(spec.env_id).env_id, "algo": algo, "level": spec.level, "data": spec.data_tag,
             "seed": spec.seed, "profile": spec.profile_name, "tag": spec.tag,
             "settings": json.loads(json.dumps(spec.settings()))}
@@ -108,9 +108,6 @@ class GridSpec:
     algo_options: tuple[tuple[str, Any], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        from imaginebench.algos.registry import get_spec
-        from imaginebench.envs.registry import env_spec
-
         set_ = object.__setattr__
         set_(self, "envs", tuple(dict.fromkeys(env_spec(e).env_id for e in _names("environment", self.envs))))
         set_(self, "algos", _names("algorithm", self.algos))
@@ -137,9 +134,6 @@ class GridSpec:
     def plan(self) -> GridPlan:
         """Every run of the grid in order (env, algo, level, data, seed), without the combinations
         that make no sense (see the module docstring), each with its id."""
-        from imaginebench.algos.registry import resolve
-        from imaginebench.envs.registry import load_domain
-
         runs: dict[str, PlannedRun] = {}
         excluded: list[tuple[str, str]] = []
         fits: dict[str, int] = dict.fromkeys(self.algos, 0)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from imaginebench import limits
 from imaginebench.config import HOME_ENV_VAR, PROFILE_ENV_VAR, data_home
 from imaginebench.errors import UsageError
 from imaginebench.raycluster import ray_session
@@ -144,8 +145,6 @@ def check_grid_options(*, address: str | None = None, num_cpus: int | None = Non
     """Every option of a grid, checked before anything is made (store, Ray instance): counts in range, a
     local instance no larger than the CPUs this process may use, and a cluster address that answers
     (:func:`imaginebench.limits.cluster_answers`, within its stated timeout)."""
-    from imaginebench import limits
-
     limits.positive("--cpus-per-run", cpus_per_run)
     limits.number("--gpus-per-run", gpus_per_run, low=0.0)
     limits.count("--retries", retries, low=0)

@@ -8,14 +8,13 @@ import numpy as np
 
 from imaginebench.evaluation.protocol import LAST_CHECKPOINTS, last_checkpoints_mean
 from imaginebench.evaluation.records import SCHEMA_VERSION, versions
+from imaginebench.evaluation.reference import normalised_score, reference_scores
 from imaginebench.training.spec import ResolvedRun
 
 
 def add_references(record: dict[str, Any]) -> dict[str, Any]:
     """Add the random and expert policies' success on the run's own evaluation episodes, and
     the normalised score (0 = random, 100 = expert), to ``record`` (in place; returned)."""
-    from imaginebench.evaluation.reference import normalised_score, reference_scores
-
     refs, norm = {}, {}
     for lv in record["eval"]["levels"]:
         ref = reference_scores(record["env"], lv, record["eval"]["episodes_per_task"], record["seed"])

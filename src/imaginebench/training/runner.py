@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-
+from imaginebench.algos.weights import load_impl_state
 from imaginebench.evaluation.protocol import Evaluator, d3rlpy_policy, eval_levels
 from imaginebench.evaluation.retrieval import NearestTrainInstruction
 from imaginebench.limits import check_training_memory
@@ -68,7 +68,6 @@ def _checkpoint_state(run: "_Run", torch_rng) -> dict[str, Any]:
 def _resume(run: "_Run") -> None:
     import torch
 
-    from imaginebench.algos.weights import load_impl_state
 
     state = run.folder.load_checkpoint(_wanted_settings(run.spec, run.config.to_dict()),
                                        restore=lambda st: load_impl_state(run.algo.impl, st["model"]))

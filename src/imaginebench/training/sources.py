@@ -7,6 +7,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from imaginebench.data.hub import (
+    check_sources_match, collect_command, dataset_path, imaginary_path, imagine_command, load_imaginary, load_real,
+    reference_available,
+)
 from imaginebench.envs.registry import domain_class
 from imaginebench.errors import UsageError
 from imaginebench.training.spec import IMAGINARY_DATA, RunSpec
@@ -19,9 +23,6 @@ def load_sources(spec: RunSpec, env_id: str) -> tuple[dict[str, Any], dict[str, 
 
     Raises ``FileNotFoundError`` naming the command that builds a missing dataset.
     """
-    from imaginebench.data.hub import (check_sources_match, dataset_path, imaginary_path, imagine_command,
-                                       load_imaginary, load_real, reference_available)
-
     real = load_real(env_id, "train", spec.profile)
     _warn_if_resized(real, env_id, spec)
     sources = {"real": real}
@@ -63,8 +64,6 @@ def _warn_if_resized(real: Any, env_id: str, spec: RunSpec) -> None:
     """Say so when the real train set on disk is not the profile's size (collected with
     ``--episodes``, or before the domain's card resized the profile): the run trains on what is
     there and its record names that size, but it is then not comparable with the published rows."""
-    from imaginebench.data.hub import collect_command
-
     try:
         wanted = spec.profile_obj.episodes(domain_class(env_id), "real", "train")
     except UsageError:  # a domain without a size for this profile (a plugin's): nothing to compare with

@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from imaginebench import limits
+from imaginebench.algos.registry import resolve
 from imaginebench.config import Profile, get_profile
 from imaginebench.domains.base import check_level
-from imaginebench.envs.registry import domain_class
+from imaginebench.envs.registry import domain_class, load_domain
 from imaginebench.errors import UsageError, choice_error
+from imaginebench.evaluation.records import runs_root
+from imaginebench.language.encoders import DEFAULT_ENCODER
 from imaginebench.run_folder import RunFolder
 
 DATA_VARIANTS = ("imaginary", "imaginary-unfiltered", "imaginary-oracle", "imaginary-grounded", "real",
@@ -126,8 +129,6 @@ class RunSpec:
 
     def settings(self) -> dict[str, Any]:
         """Everything besides the folder's identity that changes a run's results."""
-        from imaginebench.language.encoders import DEFAULT_ENCODER
-
         # the resolved encoder name: a run made under an older default never passes for a new one
         return {"steps": self.steps, "checkpoint_every": self.every, "eval_episodes_per_task": self.episodes_per_task,
                 "batch_size": self.batch, "mix_ratio": self.mix_ratio, "encoder": self.encoder or DEFAULT_ENCODER,
@@ -164,9 +165,6 @@ class ResolvedRun:
 
 def resolve_run(spec: RunSpec) -> ResolvedRun:
     """Look ``spec``'s env id, algorithm and profile up once (an unknown one is a one-line error)."""
-    from imaginebench.algos.registry import resolve
-    from imaginebench.envs.registry import load_domain
-
     domain = load_domain(spec.env_id)
     space = f"Discrete({domain.action_dim})" if domain.discrete_actions else f"Box({domain.action_dim},)"
     algo = resolve(spec.algo, domain.discrete_actions, domain.env_id, space)
@@ -174,8 +172,6 @@ def resolve_run(spec: RunSpec) -> ResolvedRun:
 
 
 def _run_path(spec: RunSpec, env_id: str, algo_name: str) -> Path:
-    from imaginebench.evaluation.records import runs_root
-
     folder = f"{algo_name}@{spec.tag}" if spec.tag else algo_name
     return runs_root() / env_id / spec.profile_name / spec.level / spec.data_tag / folder / f"seed{spec.seed}"
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from imaginebench.algos.configs.base import AlgoConfig, BuildContext
+from imaginebench.config import data_home
 from imaginebench.errors import UsageError
 
 
@@ -144,8 +145,6 @@ class COMBOConfig(AlgoConfig):
         """Attach ``source``: its transitions fit the dynamics (lazily, in the first update of an
         untrained ensemble — a resumed checkpoint already holds the trained one) and its states
         start the model rollouts; finished fits are shared through the data home's cache."""
-        from imaginebench.config import data_home
-
         algo.attach(source)
         algo.dynamics_cache = data_home() / "cache" / "dynamics"
 

@@ -1,11 +1,15 @@
 """Print the cells of CELLS that have no published row yet (run by prep.sh into .gpugrid/cells.txt)."""
-import sys
+import argparse
 
 from imaginebench.evaluation.published import reference_results
 
+ap = argparse.ArgumentParser(description=__doc__)
+ap.add_argument("cells", help="cells.txt: one `ENV ALGO LEVEL [FLAGS]` per line")
+args = ap.parse_args()
+
 DATA = {"--real-only": "real", "--real-upper-bound": "real-upper-bound"}
 published = {(r["env"], r["level"], r["algorithm"], r["data"]) for r in reference_results(None, "small")}
-for line in open(sys.argv[1]):
+for line in open(args.cells):
     words = line.split()
     if not words or words[0].startswith("#"):
         print(line, end="")

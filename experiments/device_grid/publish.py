@@ -1,6 +1,6 @@
 """Publish the device run's finished cells: records.tar.xz -> rows in results-small.json.
 
-    python notes/artifacts/device_grid/publish.py RECORDS.tar.xz --home /work/home_device \
+    python experiments/device_grid/publish.py RECORDS.tar.xz --home /work/home_device \
         --commit <grid's commit> --machine "one NVIDIA H200 ... " [--dry-run]
 
 Unpacks the records into HOME/runs, groups them (env, level, algorithm, data, tag, settings) and

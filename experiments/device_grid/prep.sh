@@ -41,8 +41,8 @@ for e in CLEVR-v0 BabyAI-v0 MetaWorld-v0 HalfCheetah-v0; do
   mkdir -p .gpu_d/reference_data/$e/small; cp src/imaginebench/reference_data/$e/small/*.npz .gpu_d/reference_data/$e/small/; done
 mkdir -p .gpu_d/references; for r in $REFS; do cp -r "$r"/. .gpu_d/references/; done
 ( sha256sum "$HOME_DISCRETE"/datasets/{CLEVR,BabyAI}-v0/small/real-*.npz "$MW_TRAIN" "$HC_TRAIN" "${MW_REAL[@]}" | sed 's#  .*/\([^/]*-v0\)/small/#  \1/#' ) > .gpu_d/data.sha256
-cp notes/artifacts/device_grid/grid.sh .gpugrid/
-PYTHONPATH=src $PY notes/artifacts/device_grid/prune_cells.py notes/artifacts/device_grid/cells.txt > .gpugrid/cells.txt  # drop cells already published
+cp experiments/device_grid/grid.sh .gpugrid/
+PYTHONPATH=src $PY experiments/device_grid/prune_cells.py experiments/device_grid/cells.txt > .gpugrid/cells.txt  # drop cells already published
 git rev-parse HEAD > .gpugrid/src.commit
 du -sb .gpu_a .gpu_b .gpu_c .gpu_d .gpugrid
 for d in .gpu_a .gpu_b .gpu_c .gpu_d; do  # each call carries one of them + .gpugrid + the shrunk tree (~5.5 MB)

@@ -1,6 +1,6 @@
 """Publish finished cells: HOME/runs records -> rows in results-small.json (used since session 39).
 
-    python notes/artifacts/publish.py --home /work/hm --commit <commit> --machine "..." --data real real-retrieval [--env E ...] [--level L ...] [--dry-run]
+    python experiments/publish_rows.py --home /work/hm --commit <commit> --machine "..." --data real real-retrieval [--env E ...] [--level L ...] [--dry-run]
 
 Only records of the given data variants (and envs, levels) with seeds 0, 1, 2 at the profile's full steps for
 their domain (Profile.steps_for) and its real train size (Profile.episodes); a row of the same (env, level,
