@@ -23,7 +23,7 @@ import torch
 from imaginebench.algos.factory import build_algorithm
 from imaginebench.algos.registry import get_spec
 from imaginebench.algos.sampler import MixedReplaySource
-from imaginebench.benchmarking import Report, Stopwatch, add_json_argument, calls_per_second
+from harness import Report, Stopwatch, add_json_argument, calls_per_second
 from imaginebench.config import get_profile
 from imaginebench.data.hub import load_real
 from imaginebench.language import get_encoder

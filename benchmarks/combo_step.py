@@ -20,7 +20,7 @@ import torch
 from imaginebench.algos.factory import build_algorithm
 from imaginebench.algos.registry import get_spec
 from imaginebench.algos.sampler import MixedReplaySource
-from imaginebench.benchmarking import EMBED_DIM, Report, Stopwatch, add_json_argument, calls_per_second, synthetic
+from harness import EMBED_DIM, Report, Stopwatch, add_json_argument, calls_per_second, synthetic
 
 
 def main() -> None:

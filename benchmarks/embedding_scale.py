@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from imaginebench.benchmarking import Report, Table, add_json_argument
+from harness import Report, Table, add_json_argument
 
 ENV = "CLEVR-v0"
 

@@ -48,7 +48,7 @@ import gymnasium as gym
 import numpy as np
 
 import imaginebench
-from imaginebench.benchmarking import Report, add_json_argument
+from harness import Report, add_json_argument
 
 MUJOCO_ENVS = ("MetaWorld-v0", "HalfCheetah-v0", "LIBERO-v0")
 ENVS = ("CLEVR-v0", "BabyAI-v0", *MUJOCO_ENVS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from imaginebench.benchmarking import Report, add_json_argument
+from harness import Report, add_json_argument
 from imaginebench.sweep import GridSpec
 from imaginebench.sweep.cost import RateCache, estimate
 

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from imaginebench.benchmarking import Report, add_json_argument
+from harness import Report, add_json_argument
 
 DEFAULT_CONFIGS = ("tiny:full", "smollm2:lora", "smollm2:full", "smollm2:lora:8", "smollm2:full:8",
                    "smollm2:lora::late4", "smollm2:lora::late2")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from imaginebench.benchmarking import Report, add_json_argument
+from harness import Report, add_json_argument
 from imaginebench.envs.registry import ENV_IDS, is_available, load_domain
 from imaginebench.language.probe import probe_domain
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from imaginebench.benchmarking import Report, add_json_argument
+from harness import Report, add_json_argument
 from imaginebench.domains.libero import layout as L
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from imaginebench.benchmarking import Report, Stopwatch, add_json_argument
+from harness import Report, Stopwatch, add_json_argument
 from imaginebench.data import EpisodeDataset, load_dataset, save_dataset
 
 

@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 
 import imaginebench
-from imaginebench.benchmarking import Report, add_json_argument, median_times
+from harness import Report, add_json_argument, median_times
 from imaginebench.domains.base import Domain
 
 LEVELS = ("train", "easy", "hard")

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from imaginebench.benchmarking import Report, add_json_argument
+from harness import Report, add_json_argument
 
 ENV = "HalfCheetah-v0"
 STATE_DIM, ACTION_DIM, HORIZON = 18, 6, 200

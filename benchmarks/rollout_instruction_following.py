@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from imaginebench.benchmarking import Report, add_json_argument
+from harness import Report, add_json_argument
 
 
 def main() -> None:

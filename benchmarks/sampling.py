@@ -30,7 +30,7 @@ import torch
 from imaginebench.algos.factory import build_algorithm
 from imaginebench.algos.registry import get_spec
 from imaginebench.algos.sampler import MixedReplaySource, fast_update, to_d3rlpy_buffer
-from imaginebench.benchmarking import EMBED_DIM, STATE_DIM, Report, add_json_argument, synthetic
+from harness import EMBED_DIM, STATE_DIM, Report, add_json_argument, synthetic
 from imaginebench.data import Episode, EpisodeDataset
 
 

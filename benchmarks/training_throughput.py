@@ -38,7 +38,7 @@ from imaginebench.algos.registry import algorithm_names, get_spec
 from imaginebench.algos.sampler import MixedReplaySource, to_d3rlpy_buffer
 from imaginebench.algos.vectorised import STACKED, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
-from imaginebench.benchmarking import ACTION_DIM, EMBED_DIM, STATE_DIM, Report, add_json_argument, synthetic
+from harness import ACTION_DIM, EMBED_DIM, STATE_DIM, Report, add_json_argument, synthetic
 from imaginebench.data import EpisodeDataset
 
 

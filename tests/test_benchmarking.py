@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from imaginebench.benchmarking import Report, Table, add_json_argument, median_times
+from benchmarks.harness import Report, Table, add_json_argument, median_times
 
 
 def tiny_report(path, capsys) -> Report:
