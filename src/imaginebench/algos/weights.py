@@ -22,6 +22,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from imaginebench.algos._d3rlpy import load as load_d3rlpy
 from imaginebench.fileio import atomic_path, first_line, torch_load_plain
 
 FORMAT = "imaginebench-model/1"
@@ -40,8 +41,6 @@ def load_impl_state(impl: Any, data: bytes) -> None:
     """Load ``data`` (from :func:`impl_state_bytes`) into ``impl`` without unpickling objects:
     the replacement for d3rlpy's ``impl.load_model``, whose ``torch.load`` leaves
     ``weights_only`` to torch's default."""
-    from imaginebench.algos._d3rlpy import load as load_d3rlpy
-
     where = load_d3rlpy().torch_utility.map_location(impl.device)  # d3rlpy's "cpu:0" -> "cpu"
     states = torch_load_plain(io.BytesIO(data), map_location=where)
     modules = impl._checkpointer.modules  # d3rlpy keeps the name -> module/optimiser map here
@@ -56,7 +55,6 @@ def save_model(algo: Any, path: Path) -> str:
     """Write ``algo`` (config + weights) to ``path`` atomically; returns the file's SHA-256."""
     import torch
 
-    from imaginebench.algos._d3rlpy import load as load_d3rlpy
 
     d3rlpy = load_d3rlpy()
     config = d3rlpy.base.LearnableConfigWithShape(observation_shape=algo.impl.observation_shape,
@@ -83,7 +81,6 @@ def load_model(path: Path, device: str = "cpu:0", sha256: str | None = None) -> 
     objects in it, a truncated or foreign file, a checksum that differs from ``sha256``."""
     import imaginebench.algos.encoders  # noqa: F401  (register our encoder and optimiser factories
     import imaginebench.algos.optimizers  # noqa: F401  with d3rlpy before it reads a saved config)
-    from imaginebench.algos._d3rlpy import load as load_d3rlpy
 
     path = Path(path)
     if sha256 is not None and file_sha256(path) != sha256:

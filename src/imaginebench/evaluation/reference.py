@@ -31,6 +31,7 @@ import numpy as np
 from imaginebench import limits
 from imaginebench.config import data_home
 from imaginebench.envs.registry import load_domain, make
+from imaginebench.evaluation.protocol import Evaluator
 from imaginebench.fileio import write_json, write_text
 from imaginebench.processes import worker_pool
 from imaginebench.version import __version__
@@ -83,8 +84,6 @@ def reference_path(env_id: str, level: str, episodes_per_task: int, seed: int) -
 
 
 def _level_reference(env_id: str, level: str, episodes_per_task: int, seed: int) -> dict[str, Any]:
-    from imaginebench.evaluation.protocol import Evaluator
-
     evaluator = Evaluator(env_id, level, episodes_per_task, seed, encoder=None)
     try:
         schedule = evaluator.schedule()

@@ -40,6 +40,8 @@ import torch
 from imaginebench.config import data_home, get_profile
 from imaginebench.envs.registry import env_spec
 from imaginebench.fileio import atomic_path, torch_load_plain
+from imaginebench.imagination.backbones import load_backbone
+from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM, default_device
 from imaginebench.version import __version__
 
 FORMAT = "imaginebench-rollout-lm"
@@ -241,8 +243,6 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     """
     from safetensors.torch import load_file
 
-    from imaginebench.imagination.backbones import load_backbone
-    from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM, default_device
 
     folder = Path(folder)
     meta, key = loadable_meta(folder, train_hint, which)

@@ -27,6 +27,7 @@ from imaginebench.imagination.decoding import GenerateConfig, StartSampler
 from imaginebench.imagination.filters import KEEP_VARIANT
 from imaginebench.imagination.formats import ROLLOUT_PROMPT
 from imaginebench.imagination.grounding import DEFAULT_MODE, GROUND_MODES, ground_check, load_grounding, summary
+from imaginebench.imagination.quality import check_rollouts, quality_path, write_quality
 from imaginebench.version import __version__
 
 logger = logging.getLogger("imaginebench.imagination")
@@ -93,8 +94,6 @@ def generate_level(
     file as ``.quality.json``.  ``score=False`` skips the simulator-based quality metrics
     (run ``imaginebench imagine quality`` later).
     """
-    from imaginebench.imagination.quality import check_rollouts, quality_path, write_quality
-
     cfg = cfg or GenerateConfig()
     check_level(level)
     if level not in IMAGINARY_LEVELS:

@@ -16,6 +16,8 @@ from imaginebench.config import get_profile
 from imaginebench.data.hub import load_real
 from imaginebench.envs.registry import domain_class, env_ids, env_spec, load_domain
 from imaginebench.errors import UsageError, choice_error
+from imaginebench.imagination.backbones import check_backbone
+from imaginebench.imagination.quality import dataset_quality, filter_dataset
 
 
 def _levels(level: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -62,7 +64,6 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     ``numeric_layers``: late entry (``None``: the profile's default, 0: every layer).
     ``action_bins``: continuous actions as ``K`` sampled values per dimension
     (:class:`~imaginebench.imagination.model.ModelConfig`); ``None``: regressed."""
-    from imaginebench.imagination.backbones import check_backbone
     from imaginebench.imagination.lm_training import TrainConfig, train_rollout_model
     from imaginebench.imagination.model import ModelConfig
 
@@ -168,8 +169,6 @@ def quality(env_id: str, profile: str | None = None, level: str | Sequence[str] 
     With ``keep`` (``honest`` or ``oracle``) the datasets are filtered in place (originals kept as
     ``imaginary-<level>.unfiltered.npz``); see :func:`~imaginebench.imagination.quality.filter_dataset`.
     """
-    from imaginebench.imagination.quality import dataset_quality, filter_dataset
-
     env_id = env_spec(env_id).env_id
     if keep is None:
         return [dataset_quality(env_id, lv, profile, tolerance=tolerance, progress=progress, variant=variant)

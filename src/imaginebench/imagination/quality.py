@@ -30,6 +30,7 @@ from imaginebench.data.hub import dataset_path, find_imaginary, imaginary_path, 
 from imaginebench.data.storage import load_dataset, save_dataset
 from imaginebench.envs.registry import domain_class, load_domain, make
 from imaginebench.fileio import write_json
+from imaginebench.imagination.filters import KEEP_MODES, honest_ok
 
 
 def transition_tolerance(env_id: str) -> float:
@@ -264,7 +265,6 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     filtering, with ``dropped`` and ``kept`` (also written as JSON).
     """
     limits.positive("--tolerance", tolerance, allow_none=True)
-    from imaginebench.imagination.filters import KEEP_MODES, honest_ok
 
     if keep not in KEEP_MODES or keep in ("none", "grounded"):
         hint = " (grounded data: imaginebench imagine ground)" if keep == "grounded" else ""

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from imaginebench.evaluation.records import load_records
+from imaginebench.report.figures import _pyplot, _save
 
 START_ORDER = ("scratch", "offline real", "offline real+imaginary")
 MAX_COLUMNS = 11
@@ -146,7 +147,6 @@ def finetune_curves(records: Sequence[dict[str, Any]], path: str | Path) -> Path
     method (mean over seeds, band of ± half a std); chance dashed, expert dotted."""
     if not records:
         return None
-    from imaginebench.report.figures import _pyplot, _save
 
     plt = _pyplot()
     groups = _grouped(records)

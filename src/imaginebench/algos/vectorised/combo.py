@@ -19,6 +19,7 @@ from typing import Callable, TypeVar
 
 import torch
 
+from imaginebench.algos.configs.combo import split_batch
 from imaginebench.algos.vectorised.base import StackedBatch
 from imaginebench.algos.vectorised.cql import StackedCQL, StackedSAC
 
@@ -40,8 +41,6 @@ class StackedCOMBO(StackedCQL):
 
     def source_rows(self, batch_size: int) -> int:
         """The source share of a batch of ``batch_size``; the model share is remembered for :meth:`step`."""
-        from imaginebench.algos.configs.combo import split_batch
-
         n_real, self.n_model = split_batch(batch_size, self.config.real_ratio)
         return n_real
 

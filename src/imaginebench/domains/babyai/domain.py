@@ -14,6 +14,7 @@ from imaginebench.domains.babyai import success as S
 from imaginebench.domains.babyai import symmetry as SYM
 from imaginebench.domains.babyai.legality import legality_errors
 from imaginebench.domains.babyai.tasks import build_tasks
+from imaginebench.domains.babyai.transitions import paper_transition_ok
 from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task
 
 
@@ -139,8 +140,6 @@ class BabyAIDomain(Domain):
     def paper_transition_ok(self, state: np.ndarray, next_state: np.ndarray) -> bool:
         """The paper's rule: wrong only when a vector is non-finite or the agent moves more than
         two cells at once (:mod:`.transitions`)."""
-        from imaginebench.domains.babyai.transitions import paper_transition_ok
-
         return paper_transition_ok(state, next_state)
 
     def legality_errors(self, state: np.ndarray) -> list[str]:

@@ -10,6 +10,7 @@ import numpy as np
 
 from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task, index_tasks
 from imaginebench.domains.halfcheetah import physics as P
+from imaginebench.domains.halfcheetah import physics_prior, propulsion
 from imaginebench.domains.halfcheetah import success as S
 from imaginebench.domains.halfcheetah.tasks import build_tasks
 
@@ -180,16 +181,12 @@ class HalfCheetahDomain(Domain):
     def constrain_step(self, previous: np.ndarray, actions: np.ndarray, states: np.ndarray) -> np.ndarray:
         """Imagined next states with the physics prior imposed (``imagine generate --physics-prior``):
         joints stopped at their limits, the body out of the floor (:func:`.physics_prior.constrain_step`)."""
-        from imaginebench.domains.halfcheetah import physics_prior
-
         return physics_prior.constrain_step(previous, actions, states)
 
     def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
         """The rollout's first actions, replayed through a dynamics model fit on real train data
         from its initial state, do not move the cheetah the way its states do
         (:func:`.propulsion.unpowered`: the imagined "gliders")."""
-        from imaginebench.domains.halfcheetah import propulsion
-
         states = self._check_states("states", states, len(actions) + 1)
         return propulsion.unpowered(states, np.asarray(actions, np.float64).reshape(len(actions), P.ACTION_DIM))
 

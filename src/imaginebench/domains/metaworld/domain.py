@@ -11,6 +11,7 @@ import numpy as np
 from imaginebench.domains.base import BatchOutcome, Domain, StepOutcome, Task
 from imaginebench.domains.metaworld import contact
 from imaginebench.domains.metaworld import layout as L
+from imaginebench.domains.metaworld import physics_prior, propulsion
 from imaginebench.domains.metaworld import success as S
 from imaginebench.domains.metaworld.tasks import build_tasks, rule_of
 
@@ -221,15 +222,11 @@ class MetaWorldDomain(Domain):
         """Imagined next states with the physics prior imposed (``imagine generate --physics-prior``):
         the hand where the arm's position control takes it, untouched entities where they were
         (:func:`.physics_prior.constrain_step`)."""
-        from imaginebench.domains.metaworld import physics_prior
-
         return physics_prior.constrain_step(previous, actions, states)
 
     def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
         """The imagined hand strays from where the rollout's own first actions move it
         (:func:`.propulsion.unpowered`: the arm is position-controlled)."""
-        from imaginebench.domains.metaworld import propulsion
-
         acts = np.asarray(actions, np.float64).reshape(len(actions), self.action_dim)
         return propulsion.unpowered(self._check_states("states", states, len(acts) + 1), acts)
 
