@@ -36,6 +36,8 @@ def test_retrieval_reads_only_the_train_bank_and_no_simulator(monkeypatch):
 
     monkeypatch.setattr(domain_cls, "instruction_bank", spy)
     monkeypatch.setattr(registry, "make", no_simulator)
+    # every env, however make() was imported, is built by gymnasium through this entry point
+    monkeypatch.setattr(registry, "create_raw", no_simulator)
     r = NearestTrainInstruction(ENV, HashEncoder())
     novel = list(registry.load_domain(ENV).instruction_bank("hard"))[:5]
     out = r.text(novel)

@@ -137,6 +137,8 @@ def test_grounded_dataset_calls_no_simulator(home_with_train, real_train, monkey
         raise AssertionError("the grounded keep path must not make an environment")
 
     monkeypatch.setattr(registry, "make", no_simulator)
+    # every env, however make() was imported, is built by gymnasium through this entry point
+    monkeypatch.setattr(registry, "create_raw", no_simulator)
     monkeypatch.setattr(imaginebench, "make", no_simulator)
     try:
         out = G.ground_dataset(ENV, "rephrase", "tiny", mode="relabel", cfg=CFG)

@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 from imaginebench.cli import app
 from tests.cli_helpers import error_line
 from imaginebench.sweep import GridSummary
-from imaginebench import raycluster
-from imaginebench.sweep import ray_runner
+from imaginebench.cli import bench as cli_bench
 
 pytestmark = pytest.mark.xdist_group("ray")  # one local Ray instance at a time under pytest-xdist
 
@@ -34,8 +33,9 @@ def calls(monkeypatch):
                            if kwargs["retries"] == 0 else [], excluded=[("Toy-v0 discrete_bc train/real-upper-bound",
                                                                          "the Real upper bound needs a novel level")])
 
-    monkeypatch.setattr(raycluster, "import_ray", lambda: None)
-    monkeypatch.setattr(ray_runner, "run_grid", fake_run_grid)
+    # where the bench verb looks them up (imported at the top of imaginebench.cli.bench)
+    monkeypatch.setattr(cli_bench, "import_ray", lambda: None)
+    monkeypatch.setattr(cli_bench, "run_grid", fake_run_grid)
     return seen
 
 
