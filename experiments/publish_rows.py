@@ -29,13 +29,15 @@ ap.add_argument("--dry-run", action="store_true")
 ap.add_argument("--data", nargs="+", required=True)
 ap.add_argument("--env", nargs="*", default=None)
 ap.add_argument("--level", nargs="*", default=None)
+ap.add_argument("--algo", nargs="*", default=None, help="only these algorithms (as records name them, e.g. discrete_cql)")
 args = ap.parse_args()
 prof = get_profile(args.profile)
 groups: dict[tuple, list[dict]] = defaultdict(list)
 for path in sorted((Path(args.home) / "runs").rglob("record.json")):
     rec = json.loads(path.read_text())
     if (rec.get("profile") == args.profile and rec["data"] in args.data and not rec.get("tag")
-            and (not args.env or rec["env"] in args.env) and (not args.level or rec["level"] in args.level)):
+            and (not args.env or rec["env"] in args.env) and (not args.level or rec["level"] in args.level)
+            and (not args.algo or rec["algo"] in args.algo)):
         groups[(rec["env"], rec["level"], rec["algo"], rec["data"])].append(rec)
 rows = []
 for key, recs in sorted(groups.items()):
