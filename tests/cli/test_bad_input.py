@@ -382,6 +382,8 @@ CASES = [
     Case("results: unknown level", ["results", "--level", "medium"], 2, "Unknown level 'medium'"),
     Case("results: unknown data variant", ["results", "--data", "fake"], 2, "Unknown training data variant 'fake'"),
     Case("results: unknown algorithm", ["results", "--algo", "ppo"], 2, "Unknown algorithm 'ppo'"),
+    Case("data levels: a domain without imaginary data", ["data", "levels", "--env", "Toy-v0"], 1,
+         "No imaginary data for Toy-v0 at any novel level"),
     Case("results: the side-by-side table with a filter", ["results", "--baselines", "--env", "CLEVR-v0"], 2,
          "--baselines shows the whole side-by-side table"),
     Case("train: a run another process is writing", [*TOY, *TRAIN_FAST, "--seeds", "0"], 1,

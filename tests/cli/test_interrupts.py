@@ -47,6 +47,18 @@ def _group_alive(pgid: int) -> bool:
         return False
     return True
 
+def _wait_for(predicate, timeout_s: float, what: str) -> None:
+    """Poll ``predicate`` until it holds or ``timeout_s`` passes; then assert it (``what`` if not)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert predicate(), what
+
+
+def _last_line(err: str) -> str:
+    return [line for line in err.splitlines() if line.strip()][-1].split("\r")[-1]
+
+
 
 @pytest.mark.parametrize("args,after_s", [(COLLECT + ["--episodes", "3000"], 3.0),  # workers starting
                                           (COLLECT + ["--episodes", "3000"], 6.0),
@@ -63,10 +75,7 @@ def test_one_ctrl_c_ends_a_multi_process_verb_at_once(tmp_path, args, after_s):
     assert proc.returncode == 130, err
     assert lines == ["interrupted; rerun the same command to resume (finished work is kept)."], err
     assert "Traceback" not in err
-    deadline = time.monotonic() + 5
-    while _group_alive(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _group_alive(proc.pid), "a worker outlived the command"
+    _wait_for(lambda: not _group_alive(proc.pid), 5, "a worker outlived the command")
     assert not list((tmp_path / "datasets").rglob("*.npz")) if (tmp_path / "datasets").exists() else True
     leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and p.name.startswith(".")]
     assert leftovers == [], leftovers  # no temporary file
@@ -92,10 +101,7 @@ def test_an_interrupted_train_says_so_and_the_rerun_resumes(tmp_path):
              "--no-progress"]
     proc = _start(train, tmp_path)
     folder = tmp_path / "runs" / "CLEVR-v0" / "tiny" / "easy" / "real" / "discrete_bc" / "seed0"
-    deadline = time.monotonic() + 240
-    while not (folder / "checkpoint.pt").exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert (folder / "checkpoint.pt").exists(), "no checkpoint was written"
+    _wait_for(lambda: (folder / "checkpoint.pt").exists(), 240, "no checkpoint was written")
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 130 and "Traceback" not in err, err
@@ -122,10 +128,7 @@ def test_one_ctrl_c_ends_a_ray_grid(tmp_path):
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "interrupted; rerun the same command to resume (finished work is kept)."
     assert "Traceback" not in err
-    deadline = time.monotonic() + 10
-    while _group_alive(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _group_alive(proc.pid), "a Ray process outlived the grid"
+    _wait_for(lambda: not _group_alive(proc.pid), 10, "a Ray process outlived the grid")
 
 
 def test_an_interrupted_rollout_model_fine_tune_says_how_to_resume(tmp_path):
@@ -135,26 +138,12 @@ def test_an_interrupted_rollout_model_fine_tune_says_how_to_resume(tmp_path):
              "--no-progress"]
     proc = _start(train, tmp_path)
     folder = tmp_path / "models" / "rollout-lm" / "CLEVR-v0" / "tiny"
-    deadline = time.monotonic() + 240
-    while not list(folder.rglob("checkpoint.json")) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert list(folder.rglob("checkpoint.json")), "no checkpoint was written"
+    _wait_for(lambda: list(folder.rglob("checkpoint.json")), 240, "no checkpoint was written")
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert [line for line in err.splitlines() if line.strip()][-1] == (
         "interrupted; rerun the same command to resume (finished work is kept).")
-
-
-def _wait_for(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert predicate(), what
-
-
-def _last_line(err: str) -> str:
-    return [line for line in err.splitlines() if line.strip()][-1].split("\r")[-1]
 
 
 def test_an_interrupted_generation_keeps_its_rounds_and_the_rerun_takes_them_over(tmp_path):
