@@ -79,7 +79,7 @@ def main() -> None:
 
     import torch
 
-    from imaginebench.algos.combo import TransitionTable
+    from imaginebench.algos.combo.dynamics import TransitionTable
     from imaginebench.algos.encoders import shortcuts
 
     algo, source = build(args.env, args.level, args.profile, args.data, args.seed)
@@ -90,7 +90,7 @@ def main() -> None:
           f"{torch.get_num_threads()} thread(s), {cpu_name()}", flush=True)
 
     def fit(epochs: int, split: bool):
-        from imaginebench.algos.combo import GaussianEnsemble
+        from imaginebench.algos.combo.dynamics import GaussianEnsemble
 
         torch.manual_seed(args.seed)
         dyn = algo.impl.dynamics

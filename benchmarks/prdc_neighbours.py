@@ -6,7 +6,7 @@ imaginary episodes (rephrase bank); states follow a smooth random walk per episo
 ``tanh`` of one.  Instructions are embedded by the default encoder (or the hash encoder of the
 tests with ``--hash-encoder``).  One PRDC step is ``fast_update`` with the default config (256×2
 MLPs, batch 256); the actor (and its neighbour search) runs every second step.  Prints, per size,
-the steps per second and the seconds per neighbour search of :class:`~imaginebench.algos.prdc.NeighbourIndex`,
+the steps per second and the seconds per neighbour search of :class:`~imaginebench.algos.prdc.index.NeighbourIndex`,
 and with ``--sklearn`` of d3rlpy's own search (scikit-learn brute force over the full vectors)::
 
     python benchmarks/prdc_neighbours.py --sizes small paper --sklearn [--json PATH]
@@ -58,7 +58,7 @@ def synthetic(episodes: int, bank: tuple[str, ...], seed: int, source: str):
 def measure(profile: str, steps: int, encoder: Any, sklearn: bool, sklearn_max_gb: float) -> dict[str, Any]:
     import torch
 
-    from imaginebench.algos.configs import PRDCConfig
+    from imaginebench.algos import PRDCConfig
     from imaginebench.algos.factory import build_algorithm
     from imaginebench.algos.sampler import MixedReplaySource, fast_update
     from imaginebench.config import get_profile

@@ -36,7 +36,7 @@ from imaginebench.algos.encoders import shortcuts
 from imaginebench.algos.factory import build_algorithm
 from imaginebench.algos.registry import algorithm_names, get_spec
 from imaginebench.algos.sampler import MixedReplaySource, to_d3rlpy_buffer
-from imaginebench.algos.vectorised import STACKED, trainer_for
+from imaginebench.algos.vectorised import stacked_trainers, trainer_for
 from imaginebench.algos.vectorised.batches import StackedSampler
 from harness import ACTION_DIM, EMBED_DIM, STATE_DIM, Report, add_json_argument, synthetic
 from imaginebench.data import EpisodeDataset
@@ -185,7 +185,7 @@ def main() -> None:
             with shortcuts(repeats=False, phrasings=False):
                 theirs = rate(lambda: algo.update(sample()), args.seconds, dev)
                 their_flops = matmul_flops(lambda: algo.update(sample()))
-        stacked = type(build(0)).__name__ in STACKED
+        stacked = type(build(0)).__name__ in stacked_trainers()
         per_seed = {}
         if stacked:
             for s in sorted({1, *args.seeds}):

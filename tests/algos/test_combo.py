@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from imaginebench.algos.combo import GaussianEnsemble, TransitionTable
-from imaginebench.algos.configs import COMBOConfig
+from imaginebench.algos.combo.dynamics import GaussianEnsemble, TransitionTable
+from imaginebench.algos import COMBOConfig
 from imaginebench.data import Episode, EpisodeDataset
 from tests.algos.helpers import HASH_ENCODER, HashEncoder, build_toy_data, toy_envs  # noqa: F401  (fixture)
 
@@ -63,7 +63,7 @@ def test_ensemble_fits_a_linear_system_and_keeps_its_best_members_as_elites():
 
 
 def test_the_per_phrasing_first_layer_equals_the_plain_one_in_outputs_and_gradients(monkeypatch):
-    from imaginebench.algos import combo
+    from imaginebench.algos.combo import dynamics as combo
     from imaginebench.algos.encoders import shortcuts
 
     monkeypatch.setattr(combo, "SPLIT_MIN_ROWS", 8)
@@ -183,7 +183,7 @@ def test_checkpoint_bytes_carry_the_dynamics_and_the_model_buffer():
 
 
 def test_one_dynamics_fit_serves_every_seed_on_the_same_data_and_leaves_the_runs_random_stream_alone(monkeypatch):
-    from imaginebench.algos.combo import GaussianEnsemble as Ensemble
+    from imaginebench.algos.combo.dynamics import GaussianEnsemble as Ensemble
     from imaginebench.config import data_home
 
     source = _toy_source()
@@ -279,7 +279,7 @@ def test_stacked_combo_seeds_equal_each_seed_trained_alone():
 
 
 def test_model_buffer_is_first_in_first_out():
-    from imaginebench.algos.combo import ModelBuffer
+    from imaginebench.algos.combo.dynamics import ModelBuffer
 
     buf = ModelBuffer(capacity=5, state_dim=1, action_size=1)
 

@@ -52,7 +52,7 @@ def _d3rlpy_episodes(datasets, encoder):
 def test_windows_equal_d3rlpys_slicer_and_never_cross_an_episode(discrete):
     from d3rlpy.dataset import BasicTrajectorySlicer
 
-    from imaginebench.algos.trajectories import sample_trajectory_batch
+    from imaginebench.algos.dt.trajectories import sample_trajectory_batch
 
     source, datasets = _source({"real": 0.5, "imaginary": 0.5}, discrete)
     episodes, first = _d3rlpy_episodes(datasets, HashEncoder())
@@ -83,7 +83,7 @@ def test_windows_equal_d3rlpys_slicer_and_never_cross_an_episode(discrete):
 
 @pytest.mark.parametrize("ratio", [0.5, 0.25])
 def test_every_batch_holds_each_sources_exact_share_of_windows(ratio):
-    from imaginebench.algos.trajectories import sample_trajectory_batch
+    from imaginebench.algos.dt.trajectories import sample_trajectory_batch
 
     source, _ = _source({"real": 1 - ratio, "imaginary": ratio})
     for _ in range(20):
@@ -97,7 +97,7 @@ def test_every_batch_holds_each_sources_exact_share_of_windows(ratio):
 
 
 def test_target_return_and_scale_come_from_the_data():
-    from imaginebench.algos.trajectories import return_scale, target_return
+    from imaginebench.algos.dt.trajectories import return_scale, target_return
 
     source, (real, imaginary) = _source({"real": 0.5, "imaginary": 0.5})
 
@@ -110,7 +110,7 @@ def test_target_return_and_scale_come_from_the_data():
 
 
 def test_timesteps_are_capped_at_max_timestep():
-    from imaginebench.algos.trajectories import sample_trajectory_batch
+    from imaginebench.algos.dt.trajectories import sample_trajectory_batch
 
     source, _ = _source({"real": 0.5, "imaginary": 0.5})
     batch = sample_trajectory_batch(source, 64, K, max_timestep=3)
@@ -121,9 +121,9 @@ def test_discrete_loss_ignores_padded_steps():
     import torch
     from d3rlpy.torch_utility import TorchTrajectoryMiniBatch
 
-    from imaginebench.algos.configs import DiscreteDecisionTransformerConfig
+    from imaginebench.algos import DiscreteDecisionTransformerConfig
     from imaginebench.algos.factory import build_algorithm
-    from imaginebench.algos.trajectories import sample_trajectory_batch
+    from imaginebench.algos.dt.trajectories import sample_trajectory_batch
 
     source, _ = _source({"real": 0.5, "imaginary": 0.5}, discrete=True)
     torch.manual_seed(0)
@@ -145,7 +145,7 @@ def test_discrete_loss_ignores_padded_steps():
 
 
 def test_config_validation():
-    from imaginebench.algos.configs import DecisionTransformerConfig
+    from imaginebench.algos import DecisionTransformerConfig
 
     with pytest.raises(ValueError, match="num_heads"):
         DecisionTransformerConfig(num_heads=3)
@@ -234,7 +234,7 @@ def toy_dt(toy_envs):
     """An untrained (randomly initialised) continuous DT on ToyCont-v0's observations."""
     import torch
 
-    from imaginebench.algos.configs import DecisionTransformerConfig
+    from imaginebench.algos import DecisionTransformerConfig
     from imaginebench.algos.factory import build_algorithm
     from imaginebench.algos.sampler import MixedReplaySource
     from imaginebench.data.collect import collect
@@ -278,7 +278,7 @@ def test_policy_resets_its_history_at_each_episode_start(toy_dt):
 
 
 def test_evaluator_keeps_one_history_per_slot(toy_dt):
-    from imaginebench.algos.trajectories import TransformerPolicy, target_return_of
+    from imaginebench.algos.dt.trajectories import TransformerPolicy, target_return_of
     from imaginebench.evaluation.protocol import Evaluator
 
     class Recording(TransformerPolicy):

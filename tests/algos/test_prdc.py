@@ -66,7 +66,7 @@ def _queries(source: MixedReplaySource, scaler, n: int, seed: int):
 def test_neighbour_target_equals_brute_force_over_full_vectors(vectorised, monkeypatch):
     from sklearn.neighbors import NearestNeighbors
 
-    from imaginebench.algos import prdc
+    from imaginebench.algos.prdc import index as prdc
 
     monkeypatch.setattr(prdc, "PIECE_ROWS", 4)  # many pieces per phrasing
     monkeypatch.setattr(prdc, "CHUNK_ELEMENTS", 200)  # and many chunks of them
@@ -128,7 +128,7 @@ def test_every_algorithm_has_its_own_index():
     np.testing.assert_array_equal(algos[1].impl.index.neighbour_actions(obs, act).numpy(),
                                   second._actions[positions.numpy()])
     # rebuilt from the same data (as on resume), the index is the same
-    from imaginebench.algos.prdc import NeighbourIndex
+    from imaginebench.algos.prdc.index import NeighbourIndex
 
     again = NeighbourIndex.build(first, algos[0].config.beta, algos[0].config.observation_scaler)
     assert torch.equal(again.keys, one.keys) and torch.equal(again.positions, one.positions)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from imaginebench.algos import ALGORITHMS, AlgoSpec, fitting, get_spec, register, resolve
-from imaginebench.algos.configs import BCConfig, DiscreteCQLConfig
+from imaginebench.algos import ALGORITHMS, AlgoSpec, BCConfig, DiscreteCQLConfig, fitting, get_spec, register, resolve
 from tests.algos.helpers import HashEncoder
 from tests.data.helpers import random_dataset
 
@@ -26,7 +25,7 @@ def test_every_algorithm_builds_and_updates(name):
     import torch
 
     from imaginebench.algos.factory import build_algorithm
-    from imaginebench.algos.trajectories import TransformerPolicy, is_transformer
+    from imaginebench.algos.dt.trajectories import TransformerPolicy, is_transformer
 
     spec = get_spec(name)
     source = _source(spec.discrete)
@@ -53,7 +52,7 @@ def test_every_algorithm_builds_and_updates(name):
 def test_fit_consumes_the_source_on_an_unbuilt_algorithm(tmp_path):
     from d3rlpy.logging import NoopAdapterFactory
 
-    from imaginebench.algos.configs import BuildContext
+    from imaginebench.algos import BuildContext
 
     source = _source(discrete=True)
     ctx = BuildContext(batch_size=8, state_dim=source.state_dim, embedding_dim=source.embedding_dim,
@@ -102,3 +101,28 @@ def test_misfit_and_unknown_algorithms_name_the_choices():
         resolve("discrete_bc", discrete=False, env_id="HalfCheetah-v0")
     with pytest.raises(ValueError, match="Did you mean 'td3bc'.*Valid choices"):
         get_spec("td3_bc")
+
+
+def test_each_family_folder_declares_its_algorithms_and_the_registry_holds_exactly_those():
+    from imaginebench.algos.registry import FAMILIES
+
+    declared = [spec.name for family in FAMILIES for spec in family.SPECS]
+    assert sorted(declared) == sorted(ALGORITHMS) and len(set(declared)) == len(declared)
+    for family in FAMILIES:
+        for spec in family.SPECS:
+            assert spec.family == family.__name__.rsplit(".", 1)[1]
+            assert spec.config_cls.__module__ == f"{family.__name__}.config"
+            if spec.stacked:
+                assert spec.stacked.startswith(f"{family.__name__}.")
+
+
+def test_an_algorithm_registered_from_outside_is_trainable_stacked():
+    from imaginebench.algos.vectorised import stacked_trainers
+
+    spec = AlgoSpec("my_bc", "my_bc", "My BC", BCConfig, stacked="imaginebench.algos.bc.stacked:StackedBC")
+    try:
+        register(spec)
+        assert get_spec("my_bc") is spec and resolve("my_bc", discrete=False) is spec
+        assert stacked_trainers()["BC"].__name__ == "StackedBC"
+    finally:
+        ALGORITHMS.pop("my_bc", None)

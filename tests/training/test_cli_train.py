@@ -109,11 +109,11 @@ def test_baselines_refuse_a_level_or_another_data_variant(runner, toy_envs):
 
 def test_the_help_names_exactly_the_algorithms_without_a_stacked_trainer():
     from imaginebench.algos import algorithm_names
-    from imaginebench.algos.vectorised import STACKED
+    from imaginebench.algos.vectorised import stacked_trainers
     from imaginebench.cli.train import UNSTACKED
 
     d3rlpy_names = {"BC": "bc", "DiscreteBC": "discrete_bc", "BCQ": "bcq", "DiscreteBCQ": "discrete_bcq", "CQL": "cql",
                     "DiscreteCQL": "discrete_cql", "SAC": "sac", "DiscreteSAC": "discrete_sac", "CalQL": "calql",
                     "IQL": "iql", "TD3PlusBC": "td3bc", "IndexedPRDC": "prdc", "ReBRAC": "rebrac", "COMBO": "combo"}
-    stacked = {d3rlpy_names[name] for name in STACKED}
+    stacked = {d3rlpy_names[name] for name in stacked_trainers()}
     assert set(UNSTACKED) == set(algorithm_names()) - stacked

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from imaginebench.algos.configs import AlgoConfig, BuildContext
+from imaginebench.algos import AlgoConfig, BuildContext
 from imaginebench.algos.sampler import MixedReplaySource
 
 

@@ -1,4 +1,5 @@
-"""The algorithm registry: a name -> :class:`AlgoSpec` dict and :func:`register`.
+"""The algorithm registry: a name -> :class:`AlgoSpec` dict and :func:`register`, filled from the
+algorithm folders' ``SPECS`` (:data:`FAMILIES`).
 
 Names: ``bc``, ``cql``, ``bcq``, ``td3bc``, ``sac``, ``iql``, ``rebrac``, ``calql``, ``dt``, ``prdc``
 (continuous actions) and ``discrete_bc``, ``discrete_cql``, ``discrete_bcq``, ``discrete_sac``,
@@ -13,58 +14,14 @@ algorithms that fit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping
 
-from imaginebench.algos.configs import (
-    AlgoConfig,
-    BCConfig,
-    BCQConfig,
-    CalQLConfig,
-    COMBOConfig,
-    CQLConfig,
-    DecisionTransformerConfig,
-    DiscreteBCConfig,
-    DiscreteBCQConfig,
-    DiscreteCQLConfig,
-    DiscreteDecisionTransformerConfig,
-    DiscreteSACConfig,
-    IQLConfig,
-    PRDCConfig,
-    ReBRACConfig,
-    SACConfig,
-    TD3PlusBCConfig,
-)
+from imaginebench.algos import bc, bcq, calql, combo, cql, dt, iql, prdc, rebrac, sac, td3bc
+from imaginebench.algos.algo_config import AlgoSpec
 from imaginebench.errors import UsageError, choice_error
 
-
-@dataclass(frozen=True)
-class AlgoSpec:
-    """One registered algorithm.
-
-    Attributes:
-        name: registry name, e.g. ``"discrete_cql"``.
-        family: the name shared by its continuous and discrete versions, e.g. ``"cql"``.
-        label: how tables and figures write it, e.g. ``"CQL"``.
-        config_cls: the frozen config dataclass holding its defaults.
-    """
-
-    name: str
-    family: str
-    label: str
-    config_cls: type[AlgoConfig]
-
-    @property
-    def discrete(self) -> bool:
-        return self.config_cls.discrete
-
-    @property
-    def action_kind(self) -> str:
-        return "discrete" if self.discrete else "continuous"
-
-    def default_config(self, **overrides) -> AlgoConfig:
-        """The default config, with ``overrides`` applied (validated)."""
-        return self.config_cls().replace(**overrides) if overrides else self.config_cls()
+FAMILIES = (bc, cql, bcq, td3bc, sac, iql, rebrac, calql, dt, prdc, combo)
+"""The algorithm folders whose ``SPECS`` are registered (continuous versions first, then discrete)."""
 
 
 ALGORITHMS: dict[str, AlgoSpec] = {}
@@ -78,25 +35,11 @@ def register(spec: AlgoSpec) -> AlgoSpec:
     return spec
 
 
-for _spec in (
-    AlgoSpec("bc", "bc", "BC", BCConfig),
-    AlgoSpec("cql", "cql", "CQL", CQLConfig),
-    AlgoSpec("bcq", "bcq", "BCQ", BCQConfig),
-    AlgoSpec("td3bc", "td3bc", "TD3+BC", TD3PlusBCConfig),
-    AlgoSpec("sac", "sac", "SAC", SACConfig),
-    AlgoSpec("iql", "iql", "IQL", IQLConfig),
-    AlgoSpec("rebrac", "rebrac", "ReBRAC", ReBRACConfig),
-    AlgoSpec("calql", "calql", "Cal-QL", CalQLConfig),
-    AlgoSpec("dt", "dt", "DT", DecisionTransformerConfig),
-    AlgoSpec("prdc", "prdc", "PRDC", PRDCConfig),
-    AlgoSpec("combo", "combo", "COMBO", COMBOConfig),
-    AlgoSpec("discrete_bc", "bc", "BC", DiscreteBCConfig),
-    AlgoSpec("discrete_cql", "cql", "CQL", DiscreteCQLConfig),
-    AlgoSpec("discrete_bcq", "bcq", "BCQ", DiscreteBCQConfig),
-    AlgoSpec("discrete_sac", "sac", "SAC", DiscreteSACConfig),
-    AlgoSpec("discrete_dt", "dt", "DT", DiscreteDecisionTransformerConfig),
-):
-    register(_spec)
+for _discrete in (False, True):
+    for _family in FAMILIES:
+        for _spec in _family.SPECS:
+            if _spec.discrete == _discrete:
+                register(_spec)
 
 
 def algorithm_names() -> tuple[str, ...]:

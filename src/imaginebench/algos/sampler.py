@@ -33,6 +33,7 @@ import numpy as np
 
 from imaginebench.algos._d3rlpy import load as _load_d3rlpy
 from imaginebench.data.dataset import EpisodeDataset
+from imaginebench.errors import choice_error
 
 _load_d3rlpy()
 
@@ -297,8 +298,6 @@ class MixedReplaySource(ReplayBufferBase):
         of the d3rlpy config, so it is saved with the model and applied at prediction time.
         """
         if mode not in STANDARDIZE_MODES:
-            from imaginebench.errors import choice_error
-
             raise choice_error("standardize mode", mode, STANDARDIZE_MODES)
         if mode == "none":
             return None

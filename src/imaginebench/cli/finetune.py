@@ -32,15 +32,16 @@ def finetune(
     seeds: Optional[List[str]] = typer.Option(None, "--seeds", help="Seeds, e.g. --seeds 0 1 2 (default: the "
                                                                     "profile's)."),
     profile: Optional[str] = typer.Option(None, "--profile", help=PROFILE_HELP),
-    num_envs: int = typer.Option(8, "--num-envs", help="Environments stepped together (gymnasium vector env)."),
-    vectorization: str = typer.Option("sync", "--vectorization", help="sync (one process) or async (a process "
+    num_envs: int = typer.Option(FinetuneSpec.num_envs, "--num-envs", help="Environments stepped together "
+                                 "(gymnasium vector env)."),
+    vectorization: str = typer.Option(FinetuneSpec.vectorization, "--vectorization", help="sync (one process) or async (a process "
                                       "per environment)."),
-    offline_ratio: float = typer.Option(0.0, "--offline-ratio", help="Share of every batch from the offline data "
+    offline_ratio: float = typer.Option(FinetuneSpec.offline_ratio, "--offline-ratio", help="Share of every batch from the offline data "
                                         "(the start's real + imaginary data; real data for scratch); 0.5 = RLPD's "
                                         "symmetric sampling."),
-    updates_per_step: int = typer.Option(1, "--updates-per-step", help="Gradient steps per environment step."),
-    epsilon: float = typer.Option(0.1, "--epsilon", help="Epsilon-greedy exploration (discrete, greedy methods)."),
-    noise_std: float = typer.Option(0.1, "--noise-std", help="Gaussian exploration noise (continuous, "
+    updates_per_step: int = typer.Option(FinetuneSpec.updates_per_step, "--updates-per-step", help="Gradient steps per environment step."),
+    epsilon: float = typer.Option(FinetuneSpec.epsilon, "--epsilon", help="Epsilon-greedy exploration (discrete, greedy methods)."),
+    noise_std: float = typer.Option(FinetuneSpec.noise_std, "--noise-std", help="Gaussian exploration noise (continuous, "
                                     "deterministic methods)."),
     eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", help="Evaluation episodes per task."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Override the profile's batch size."),

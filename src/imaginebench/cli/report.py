@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -9,6 +10,7 @@ import typer
 
 from imaginebench.cli.common import app, friendly
 from imaginebench.config import data_home
+from imaginebench.envs.registry import env_spec
 from imaginebench.report import build_report
 
 
@@ -28,12 +30,7 @@ def report(
     """Aggregate run records into a report: success tables (mean ± std over seeds), rollout quality,
     calibration, online fine-tuning tables and curves, PNG figures and rollout pictures, and one
     self-contained HTML page."""
-    import os
-
-
     if env is not None:
-        from imaginebench.envs.registry import env_spec
-
         env_spec(env)  # an unknown id is a usage error, not "no records"
     if pictures:
         os.environ.setdefault("MUJOCO_GL", "egl")

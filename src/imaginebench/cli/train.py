@@ -6,17 +6,18 @@ from typing import List, Optional
 
 import typer
 
-from imaginebench.algos.registry import algorithm_names
+from imaginebench.algos.registry import ALGORITHMS, algorithm_names
 from imaginebench.cli.common import PROFILE_HELP, app, friendly
 from imaginebench.config import get_profile
 from imaginebench.data.hub import IMAGINARY_VARIANTS
+from imaginebench.envs.registry import load_domain
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.threads import set_threads
 from imaginebench.training import train_seeds
 from imaginebench.training.spec import DEFAULT_MIX_RATIO, RunSpec
 
-UNSTACKED = ("dt", "discrete_dt")
-"""Algorithms without a stacked trainer (:data:`imaginebench.algos.vectorised.STACKED`; tested)."""
+UNSTACKED = tuple(name for name, spec in ALGORITHMS.items() if spec.stacked is None)
+"""Algorithms without a stacked trainer (their :class:`~imaginebench.algos.algo_config.AlgoSpec` names none)."""
 
 
 def _seeds(values: List[str], extra: List[str]) -> list[int]:
@@ -119,8 +120,6 @@ def train(
         if data != "imaginary" or level != "train":
             raise UsageError("--baselines trains on real data and covers every level itself; drop --level, "
                              "--real-only, --retrieval, --real-upper-bound and --imaginary.")
-        from imaginebench.envs.registry import load_domain
-
         domain = load_domain(env)
         novel = [lv for lv in ("rephrase", "easy", "hard") if lv == "rephrase" or domain.tasks(lv)]
         cells = [("train", "real"), *((lv, d) for lv in novel for d in ("real", "real-retrieval"))]

@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 from imaginebench import limits
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.envs.registry import load_domain, make
-from imaginebench.errors import UsageError
+from imaginebench.errors import UsageError, choice_error
 from imaginebench.processes import worker_pool
 
 POLICIES = ("expert", "random")
@@ -81,8 +81,6 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
     with ``workers`` CPUs; else a cluster address such as ``"auto"``).
     """
     if policy not in POLICIES:
-        from imaginebench.errors import choice_error
-
         raise choice_error("policy", policy, POLICIES)
     if episodes <= 0:
         raise UsageError(f"episodes must be positive, got {episodes}.")

@@ -24,6 +24,9 @@ from imaginebench import limits
 from imaginebench.config import get_profile
 from imaginebench.domains.base import check_level
 from imaginebench.envs.registry import env_spec
+from imaginebench.evaluation.protocol import Evaluator
+from imaginebench.evaluation.reference import normalised_score, reference_scores
+from imaginebench.evaluation.retrieval import NearestTrainInstruction
 from imaginebench.language.encoders import as_encoder
 
 
@@ -109,9 +112,6 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
             phrasing nearest to it under the encoder (``encoder``; the default one for a raw policy)
             before the policy sees it (:mod:`imaginebench.evaluation.retrieval`; reads no novel-level data).
     """
-    from imaginebench.evaluation.protocol import Evaluator
-    from imaginebench.evaluation.reference import normalised_score, reference_scores
-
     if not callable(policy) and not hasattr(policy, "act"):
         raise ValueError(f"policy must be a callable from a batch of observations to a batch of actions, got "
                          f"{type(policy).__name__}.")
@@ -129,8 +129,6 @@ def evaluate(policy: Callable[..., Any], env_id: str, level: str, *, episodes_pe
         encoder_name = str(getattr(enc, "name", "custom"))
     retrieve = None
     if retrieval:
-        from imaginebench.evaluation.retrieval import NearestTrainInstruction
-
         retrieve = NearestTrainInstruction(env_id, as_encoder(encoder) if raw else enc)
     evaluator = Evaluator(env_id, level, episodes_per_task, seed, enc, pool=num_envs, raw=raw, retrieve=retrieve)
     try:

@@ -291,9 +291,9 @@ def d3rlpy_policy(algo, target_return: float | None = None) -> Policy | Episodic
 
     A transformer algorithm (Decision Transformer) gets an :class:`EpisodicPolicy` with one
     history per running episode, conditioned on ``target_return`` (default: the one the run's
-    config attached, see :meth:`imaginebench.algos.configs.dt.DecisionTransformerBase.attach`).
+    config attached, see :meth:`imaginebench.algos.dt.config.DecisionTransformerBase.attach`).
     """
-    from imaginebench.algos.trajectories import TransformerPolicy, is_transformer, target_return_of
+    from imaginebench.algos.dt.trajectories import TransformerPolicy, is_transformer, target_return_of
 
     if is_transformer(algo):
         target = target_return if target_return is not None else target_return_of(algo)

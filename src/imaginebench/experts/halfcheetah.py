@@ -34,6 +34,7 @@ from imaginebench.domains.halfcheetah import success as S
 from imaginebench.domains.halfcheetah.env import HalfCheetahEnv
 from imaginebench.domains.halfcheetah.expert import POLICIES, MLPPolicy, policy_path
 from imaginebench.domains.halfcheetah.tasks import build_tasks
+from imaginebench.errors import choice_error
 
 RUN_TARGET_SPEED = 2.0
 """m/s: the plain run experts' training reward peaks at this speed."""
@@ -135,8 +136,6 @@ def train_expert(policy: str, settings: TrainSettings = TrainSettings(), *, out:
     """
     limits.count("--eval-episodes", eval_episodes)
     if policy not in POLICIES:
-        from imaginebench.errors import choice_error
-
         raise choice_error("HalfCheetah-v0 expert policy", policy, POLICIES)
     import torch
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from imaginebench.algos._d3rlpy import load as load_d3rlpy
-from imaginebench.algos.configs import BuildContext
+from imaginebench.algos import BuildContext
 from imaginebench.algos.sampler import MixedReplaySource, fast_update
 from imaginebench.algos.weights import load_impl_state
 from imaginebench.data.hub import dataset_path, load_real

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from imaginebench import limits
-from imaginebench.algos.configs import (
+from imaginebench.algos import (
     AlgoConfig, CalQLConfig, CQLConfig, DiscreteCQLConfig, DiscreteSACConfig, DoubleDQNConfig, IQLConfig, ReBRACConfig,
     SACConfig, TD3Config, TD3PlusBCConfig,
 )

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from imaginebench.config import data_home
 from imaginebench.evaluation.records import load_records
 from imaginebench.report.figures import _pyplot, _save
 
@@ -30,8 +31,6 @@ def load_finetune_records(root: str | Path | None = None, **filters: Any) -> lis
     """Fine-tune records under ``root`` (default ``<data home>/finetune``) whose fields equal
     ``filters`` (e.g. ``env="CLEVR-v0"``)."""
     if root is None:
-        from imaginebench.config import data_home
-
         root = data_home() / "finetune"  # FINETUNE_DIR of imaginebench.finetune.spec (which imports d3rlpy)
     return load_records(root, **filters)
 

@@ -34,6 +34,7 @@ from imaginebench.config import data_home
 from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.envs.registry import load_domain
 from imaginebench.evaluation.protocol import Evaluator, eval_levels
+from imaginebench.fileio import write_json
 from imaginebench.language import get_encoder
 from imaginebench.training.sources import load_sources
 from imaginebench.training.spec import RunSpec, resolve_run
@@ -82,8 +83,6 @@ class RateCache:
         if key not in self.values:
             self.values[key] = float(measure())
             try:
-                from imaginebench.fileio import write_json
-
                 write_json(self.path, self.values)
             except OSError:  # an unwritable home only costs a re-measurement next time
                 pass
@@ -122,7 +121,7 @@ def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0)
 
     from imaginebench.algos.factory import build_algorithm
     from imaginebench.algos.sampler import MixedReplaySource
-    from imaginebench.algos.vectorised import STACKED, trainer_for
+    from imaginebench.algos.vectorised import stacked_trainers, trainer_for
     from imaginebench.algos.vectorised.batches import StackedSampler
 
     resolved = resolve_run(spec)
@@ -136,7 +135,7 @@ def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0)
     batch = int(config.batch_size or spec.batch)
     torch.manual_seed(0)
     algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize)
-    if type(algo).__name__ in STACKED:
+    if type(algo).__name__ in stacked_trainers():
         trainer = trainer_for([algo])
         sampler = StackedSampler(source, [np.random.default_rng(0)], algo.impl.device, algo.config.observation_scaler)
         return _timed(lambda: trainer.step(sampler.sample(trainer.source_rows(batch))), seconds)
@@ -149,7 +148,7 @@ def measure_dynamics_epoch(spec: RunSpec, embedding_dim: int, transitions: int, 
     import torch
     import torch.nn.functional as F
 
-    from imaginebench.algos.combo import GaussianEnsemble
+    from imaginebench.algos.combo.dynamics import GaussianEnsemble
 
     resolved = resolve_run(spec)
     domain = resolved.domain

@@ -348,10 +348,10 @@ def _finish(run: _Run, env_factory) -> RunResult:
 def stackable(runs: list[_Run]) -> bool:
     """Whether ``runs`` can train together: one stacked-capable algorithm and config, same data and
     settings, same step, only the seed differing."""
-    from imaginebench.algos.vectorised import STACKED
+    from imaginebench.algos.vectorised import stacked_trainers
 
     first = runs[0]
-    if type(first.algo).__name__ not in STACKED:
+    if type(first.algo).__name__ not in stacked_trainers():
         return False
     key = lambda r: (r.spec.env_id, r.algo_spec.name, r.spec.level, r.spec.data_tag, r.spec.tag,  # noqa: E731
                      r.spec.profile_name, repr(r.spec.settings()), r.step, str(r.algo.impl.device))
@@ -384,7 +384,7 @@ def train_seeds(specs: list[RunSpec], *, stack: bool = True, device: str = "cpu:
     """Train and evaluate several runs (usually seeds of one setting), resuming or skipping each.
 
     With ``stack`` (the default), unfinished runs that differ only in their seed and whose
-    algorithm has a stacked trainer (:data:`imaginebench.algos.vectorised.STACKED`) train
+    algorithm has a stacked trainer (:func:`imaginebench.algos.vectorised.stacked_trainers`) train
     together in one process with stacked parameters — each seed's numbers equal those of
     training it alone, within float tolerance.  Runs resumed at different steps, and the other
     algorithms, train one after another through d3rlpy's update.  With ``share`` (the default),

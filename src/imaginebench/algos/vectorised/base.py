@@ -448,3 +448,8 @@ class StackedTrainer:
             self._static_noise.append(torch.empty((self.n, *shape), device=self.device))
             self._static_kinds.append(kind)
         return self._draw(shape, kind).to(self.device, non_blocking=True)
+
+
+def huber(diff: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
+    """d3rlpy's ``compute_huber_loss`` of ``target − value``."""
+    return torch.where(diff.detach().abs() < beta, 0.5 * diff ** 2, beta * (diff.abs() - 0.5 * beta))

@@ -21,6 +21,7 @@ import numpy as np
 
 from imaginebench.domains.base import Task
 from imaginebench.domains.halfcheetah import success as S
+from imaginebench.errors import choice_error
 
 EXPERT_DIR = Path(__file__).parent / "experts"
 POLICIES: tuple[str, ...] = ("run_forward", "run_backward", "run_forward_faster", "run_backward_faster",
@@ -85,8 +86,6 @@ class MLPPolicy:
 @lru_cache(maxsize=None)
 def load_policy(policy: str) -> MLPPolicy:
     if policy not in POLICIES:
-        from imaginebench.errors import choice_error
-
         raise choice_error("HalfCheetah-v0 expert policy", policy, POLICIES)
     return MLPPolicy.load(policy_path(policy))
 
