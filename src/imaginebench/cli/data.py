@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -33,18 +34,16 @@ def data_collect(
                                       "instance) or a cluster address such as 'auto' (workers need this package)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing dataset."),
     skip_existing: bool = typer.Option(False, "--skip-existing", help="Do nothing if the dataset exists."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ) -> None:
     """Collect expert rollouts and save them under the data home."""
-    import time
-
-
     existing = dataset_path(env, "real", level, profile)
     if skip_existing and existing.exists():
         typer.echo(f"{existing} exists; skipped")
         return
     start = time.perf_counter()
     path = build_real(env, level, profile, episodes=episodes, seed=seed, workers=workers, overwrite=overwrite,
-                      ray_address=ray)
+                      ray_address=ray, progress=progress)
     n = read_manifest(path)["metadata"]["episodes"]
     typer.echo(f"wrote {n} episodes to {path} in {time.perf_counter() - start:.1f} s")
 

@@ -128,6 +128,8 @@ def _load(entry: str, spec: EnvSpec) -> Any:
         try:
             importlib.import_module(dep)
         except ImportError as exc:
+            if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+                raise KeyboardInterrupt from None  # Ctrl-C during a C extension's initialisation, not a missing extra
             raise ImportError(
                 f"{spec.env_id} needs the optional dependency {dep!r} ({exc}). "
                 f"Install it with: pip install 'imaginebench[{spec.extra}]'"
