@@ -199,13 +199,15 @@ def test_an_interrupted_online_fine_tune_says_so_and_the_rerun_resumes(tmp_path)
     assert "resumed from env step" in out and (folder / "record.json").exists()
 
 
-@pytest.mark.parametrize("after_s", [0.05, 0.4, 0.9, 1.4])
+@pytest.mark.parametrize("after_s", [0.3, 0.6, 0.9, 1.4])
 def test_a_ctrl_c_while_the_script_still_loads_gives_the_same_one_line(tmp_path, after_s):
     """The first second or two: the console script (``imaginebench_launcher``) answers a Ctrl-C that
     lands while the package is still being imported; later ones land while typer parses the arguments
     (typer's silent exit 130) or while a simulator's C extension initialises (an ``ImportError`` whose
     cause is the interrupt, not a missing extra).  Each gives the one line (a sweep over 0.05–2 s in
-    steps of 0.05 s found no other ending, session 42)."""
+    steps of 0.05 s found no other ending, session 42).  Before the launcher's first lines run (the
+    interpreter starting: tens of milliseconds, more on a loaded machine) Python's own handling
+    remains; the full suite once caught that window at 0.05 s, so the earliest point here is 0.3 s."""
     script = Path(sys.executable).with_name("imaginebench")
     env = {**os.environ, "IMAGINEBENCH_HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([str(script), "data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes",
