@@ -9,6 +9,7 @@ Ctrl-C with the CLI's own one line before the package loads, and then hand over 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -18,8 +19,12 @@ INTERRUPTED_EXIT = 130
 
 
 def _interrupted_while_loading(signum, frame) -> None:
+    # Exit at once: nothing is written or started while the package loads, and an exception raised
+    # here would be rewrapped by whatever code it lands in (a C extension's initialisation turns it
+    # into an ImportError, a class body's ``__set_name__`` into a RuntimeError).
     sys.stderr.write(INTERRUPTED_LINE + "\n")
-    raise SystemExit(INTERRUPTED_EXIT)
+    sys.stderr.flush()
+    os._exit(INTERRUPTED_EXIT)
 
 
 def main() -> None:

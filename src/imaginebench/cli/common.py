@@ -31,8 +31,6 @@ RUNTIME_EXIT = 1
 INTERRUPTED_EXIT = 130
 """Ctrl-C, as shells report a command ended by SIGINT (128 + 2)."""
 INTERRUPTED_LINE = "interrupted; rerun the same command to resume (finished work is kept)."
-_INTERRUPT_SAID: list[bool] = []
-"""Set once the command's own handler has said :data:`INTERRUPTED_LINE` (so it is said once)."""
 DEBUG_ENV_VAR = "IMAGINEBENCH_DEBUG"
 """Set to 1 (or yes/true) to see the traceback behind a one-line error."""
 
@@ -99,10 +97,6 @@ def friendly(fn: Callable) -> Callable:
             _show_traceback()
             say_last(f"error: {os_error_message(exc)}")
             raise typer.Exit(RUNTIME_EXIT) from None
-        except KeyboardInterrupt:  # Ctrl-C: worker pools are already down (imaginebench.processes)
-            say_last(INTERRUPTED_LINE)
-            _INTERRUPT_SAID.append(True)
-            raise typer.Exit(INTERRUPTED_EXIT) from None
 
     return wrapper
 
@@ -118,7 +112,6 @@ def run_app(argv: list[str] | None = None) -> int:
     except ImportError:  # pragma: no cover
         from click import exceptions as click_errors
 
-    _INTERRUPT_SAID.clear()
     try:
         code = app(args=argv, prog_name="imaginebench", standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
@@ -136,9 +129,9 @@ def run_app(argv: list[str] | None = None) -> int:
         # click turns Ctrl-C into Abort; workers were stopped on the way out (imaginebench.processes)
         say_last(INTERRUPTED_LINE)
         return INTERRUPTED_EXIT
-    if code == INTERRUPTED_EXIT and not _INTERRUPT_SAID:
-        # a Ctrl-C before the command's own handling began (while typer parsed the arguments): typer
-        # turns it into a silent exit code 130
+    if code == INTERRUPTED_EXIT:
+        # Ctrl-C, in a command or while typer parsed its arguments: typer turns the KeyboardInterrupt
+        # into a silent exit code 130 (worker pools are already down: imaginebench.processes)
         say_last(INTERRUPTED_LINE)
     return code if isinstance(code, int) else 0
 

@@ -122,13 +122,26 @@ def env_spec(env_id: str) -> EnvSpec:
     return ENV_SPECS[key]
 
 
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a Ctrl-C lies behind ``exc``: a C extension interrupted while it initialises raises
+    ``ImportError("initialization failed")``, sometimes wrapped twice, from the ``KeyboardInterrupt``."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def _load(entry: str, spec: EnvSpec) -> Any:
     module_name, attr = entry.split(":")
     for dep in spec.requires:
         try:
             importlib.import_module(dep)
         except ImportError as exc:
-            if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            if _caused_by_interrupt(exc):
                 raise KeyboardInterrupt from None  # Ctrl-C during a C extension's initialisation, not a missing extra
             raise ImportError(
                 f"{spec.env_id} needs the optional dependency {dep!r} ({exc}). "
