@@ -46,11 +46,11 @@ def source(discrete: bool) -> MixedReplaySource:
     return MixedReplaySource({"real": real, "imaginary": imaginary}, embeddings=table, seed=0)
 
 
-def build(name: str, src: MixedReplaySource, seed: int, **options):
+def build(name: str, src: MixedReplaySource, seed: int, total_steps: int | None = None, **options):
     """A d3rlpy algorithm built as a lone run builds it, and its random stream right after."""
     config = get_spec(name).default_config(hidden_units=(32, 32), **options)
     torch.manual_seed(seed)
-    algo = build_algorithm(config, src, batch_size=BATCH, standardize="all")
+    algo = build_algorithm(config, src, batch_size=BATCH, standardize="all", total_steps=total_steps)
     generator = torch.Generator()
     generator.set_state(torch.get_rng_state())
     return algo, generator
@@ -148,6 +148,51 @@ def test_write_back_carries_adam_state_so_a_new_trainer_continues_exactly():
         resumed.step(sampler.sample(BATCH))
     for k in trainer.params:
         torch.testing.assert_close(trainer.params[k], resumed.params[k], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["bc", "discrete_bc"])
+def test_a_cosine_learning_rate_schedule_is_stepped_as_d3rlpy_steps_it(name):
+    src = source(get_spec(name).discrete)
+    trainer, algos = stacked(name, src, SEEDS, steps=12, lr_decay="cosine", total_steps=16)
+    assert not trainer.graphable  # a captured graph would freeze the rate
+    for seed, algo in zip(SEEDS, algos):
+        alone = lone_d3rlpy(name, src, seed, steps=12, lr_decay="cosine", total_steps=16)
+        assert_close(params_of(algo), params_of(alone))
+        ours, theirs = algo.impl.modules.optim, alone.impl.modules.optim
+        assert ours.optim.param_groups[0]["lr"] == pytest.approx(theirs.optim.param_groups[0]["lr"])
+        assert ours._lr_scheduler.last_epoch == theirs._lr_scheduler.last_epoch == 12
+    # half a cosine from 1e-3 over 16 steps: at step 12 the rate is (1 + cos(12π/16)) / 2 of it
+    assert algos[0].impl.modules.optim.optim.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 + np.cos(0.75 * np.pi)) / 2)
+    # a constant rate gives different weights: the schedule really acted
+    _, constant = stacked(name, src, SEEDS[:1], steps=12)
+    assert any(not torch.allclose(a, b) for a, b in zip(params_of(constant[0]).values(), params_of(algos[0]).values()))
+
+
+def test_a_resumed_stacked_trainer_continues_the_schedule_where_it_stopped():
+    src = source(False)
+    built = [build("bc", src, s, lr_decay="cosine", total_steps=10) for s in SEEDS]
+    algos, gens = [a for a, _ in built], [g for _, g in built]
+    trainer = trainer_for(algos, gens)
+    sampler = StackedSampler(src, [np.random.default_rng(s) for s in SEEDS], "cpu", algos[0].config.observation_scaler)
+    for _ in range(6):
+        trainer.step(sampler.sample(BATCH))
+    trainer.write_back()
+    resumed = trainer_for(algos, gens)
+    assert resumed.schedulers["optim"].last_epoch == 6
+    assert resumed.optimizers["optim"].param_groups[0]["lr"] == pytest.approx(
+        trainer.optimizers["optim"].param_groups[0]["lr"])
+    for _ in range(4):
+        resumed.step(sampler.sample(BATCH))
+    assert resumed.optimizers["optim"].param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_learning_rate_schedule_needs_the_runs_length():
+    from imaginebench.errors import UsageError
+
+    with pytest.raises(UsageError, match="needs the run's total gradient steps"):
+        build("bc", source(False), 0, lr_decay="cosine")
+    with pytest.raises(UsageError, match="lr_decay must be one of none, cosine"):
+        get_spec("bc").default_config(lr_decay="linear")
 
 
 def test_a_shared_encoder_is_one_stacked_tensor_trained_by_both_losses():

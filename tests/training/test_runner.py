@@ -55,6 +55,28 @@ def test_record_has_the_protocol_fields(toy_data, data_home):
     assert model.predict(obs).shape == (1,)
 
 
+def test_a_domain_cards_algorithm_settings_reach_the_run_and_the_runs_own_come_last(toy_data, data_home,
+                                                                                     monkeypatch):
+    from types import MappingProxyType
+
+    from imaginebench.training.spec import resolve_run
+    from tests.algos.helpers import ToyContDomain
+
+    monkeypatch.setattr(ToyContDomain, "algo_defaults", MappingProxyType({"bc": {"lr_decay": "cosine"}}))
+    assert resolve_run(RunSpec("ToyCont-v0", "bc", **SMALL)).config().lr_decay == "cosine"
+    assert resolve_run(RunSpec("ToyCont-v0", "td3bc", **SMALL)).config().to_dict() == \
+        resolve_run(RunSpec("ToyCont-v0", "td3bc", **SMALL)).algo.default_config(hidden_units=(16, 16)).to_dict()
+    own = dict(SMALL, algo_options=SMALL["algo_options"] + (("lr_decay", "none"),))
+    assert resolve_run(RunSpec("ToyCont-v0", "bc", **own)).config().lr_decay == "none"
+
+    rec = train(RunSpec("ToyCont-v0", "bc", seed=0, **SMALL), progress=False).record
+    assert rec["config"]["algorithm"]["lr_decay"] == "cosine"
+    import d3rlpy  # the saved model reloads with its schedule, annealed to 0 over the run's 40 steps
+
+    model = d3rlpy.load_learnable(str(data_home / "runs/ToyCont-v0/tiny/train/real/bc/seed0" / MODEL_NAME))
+    assert model.impl.modules.optim.optim.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
 def test_same_seed_gives_the_same_record(toy_data, data_home, tmp_path, monkeypatch):
     first = train(RunSpec("ToyCont-v0", "td3bc", seed=3, **SMALL), progress=False).record
     monkeypatch.setenv("IMAGINEBENCH_HOME", str(tmp_path / "other_home"))

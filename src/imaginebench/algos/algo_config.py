@@ -23,6 +23,7 @@ from imaginebench.algos._d3rlpy import load as load_d3rlpy
 from imaginebench.errors import UsageError
 
 ACTIVATIONS = ("relu", "tanh", "gelu")
+LR_DECAYS = ("none", "cosine")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class BuildContext:
         discrete: whether actions are discrete.
         observation_scaler: a fitted d3rlpy observation scaler, or ``None``.
         device: torch device string.
+        total_steps: gradient steps the run will take (what a learning-rate schedule spans);
+            ``None`` where it is not known, which a config with a schedule refuses.
     """
 
     batch_size: int
@@ -46,6 +49,7 @@ class BuildContext:
     discrete: bool
     observation_scaler: Any = None
     device: str = "cpu:0"
+    total_steps: int | None = None
 
     @property
     def observation_dim(self) -> int:
@@ -104,13 +108,24 @@ class AlgoConfig:
         return InstructionEncoderFactory(hidden_units=list(self.hidden_units), activation=self.activation,
                                          state_dim=ctx.state_dim, instruction_projection=self.instruction_projection)
 
-    def optimizers(self, *names: str) -> dict[str, Any]:
-        """``{name: optimizer factory}`` for the d3rlpy config's optimiser fields ``names``."""
+    def optimizers(self, *names: str, decay: str = "none", ctx: BuildContext | None = None) -> dict[str, Any]:
+        """``{name: optimizer factory}`` for the d3rlpy config's optimiser fields ``names``.
+
+        ``decay="cosine"`` anneals each optimiser's learning rate along a half cosine to 0 over
+        ``ctx.total_steps`` of its own steps (d3rlpy's ``CosineAnnealingLRFactory``)."""
         if self.fused_adam:
             from imaginebench.algos.optimizers import FusedAdamFactory as factory
         else:
             factory = load_d3rlpy().optimizers.AdamFactory
-        return {name: factory() for name in names}
+        if decay == "none":
+            return {name: factory() for name in names}
+        if decay != "cosine":
+            raise UsageError(f"Unknown lr_decay {decay!r}; valid choices: {', '.join(LR_DECAYS)}.")
+        if ctx is None or not ctx.total_steps:
+            raise UsageError(f"{type(self).__name__} with lr_decay={decay!r} needs the run's total gradient steps; "
+                             "build it through the training runner or pass total_steps.")
+        schedule = load_d3rlpy().optimizers.CosineAnnealingLRFactory
+        return {name: factory(lr_scheduler_factory=schedule(T_max=int(ctx.total_steps))) for name in names}
 
     def common_kwargs(self, ctx: BuildContext) -> dict[str, Any]:
         """Keyword arguments every d3rlpy config takes."""

@@ -209,6 +209,11 @@ class Domain(abc.ABC):
     level), ``rephrase``/``easy``/``hard`` (imaginary episodes) and ``train_steps`` (offline RL
     gradient steps).  Each entry is chosen by a measured learning curve named next to it; the
     profile's explicit per-env sizes still come first (:meth:`imaginebench.config.Profile.episodes`)."""
+    algo_defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = MappingProxyType({})
+    """Settings a reference algorithm takes on this domain instead of its defaults: ``{algorithm
+    registry name: {config field: value}}`` (e.g. ``{"bc": {"lr_decay": "cosine"}}``).  Each entry
+    is chosen by a measurement named next to it; a run's own ``--set`` options still come last
+    (:meth:`imaginebench.training.spec.ResolvedRun.config`)."""
     paper_quality: ClassVar[Mapping[str, tuple[float, float, float]]] = MappingProxyType({})
     """The original paper's quality of its imagined rollouts per novel level (consistency,
     transition, legality), shown beside ours in the report; empty where it published none."""

@@ -131,10 +131,10 @@ def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0)
     vectors = {text: rng.normal(size=embedding_dim).astype(np.float32) for text in data.instructions}
     source = MixedReplaySource({"real": data}, embeddings=vectors, seed=0,
                                action_size=domain.action_dim if domain.discrete_actions else None)
-    config = resolved.algo.default_config(**dict(spec.algo_options))
+    config = resolved.config()
     batch = int(config.batch_size or spec.batch)
     torch.manual_seed(0)
-    algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize)
+    algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize, total_steps=spec.steps)
     if type(algo).__name__ in stacked_trainers():
         trainer = trainer_for([algo])
         sampler = StackedSampler(source, [np.random.default_rng(0)], algo.impl.device, algo.config.observation_scaler)
@@ -152,7 +152,7 @@ def measure_dynamics_epoch(spec: RunSpec, embedding_dim: int, transitions: int, 
 
     resolved = resolve_run(spec)
     domain = resolved.domain
-    cfg = resolved.algo.default_config(**dict(spec.algo_options))
+    cfg = resolved.config()
     in_dim = domain.state_dim + embedding_dim + domain.action_dim
     ensemble = GaussianEnsemble(cfg.ensemble_size, cfg.n_elites, in_dim, domain.state_dim + 1,
                                 cfg.dynamics_hidden_units, (domain.state_dim, domain.state_dim + embedding_dim))
@@ -260,7 +260,7 @@ def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> Gri
         dim = dims[spec.encoder]
         options = json.dumps(dict(spec.algo_options), sort_keys=True, default=str)
         if resolved.algo.name == "combo":
-            cfg = resolved.algo.default_config(**dict(spec.algo_options))
+            cfg = resolved.config()
             dynamics = json.dumps({k: v for k, v in cfg.to_dict().items() if k.startswith("dynamics_")
                                    or k in ("ensemble_size", "n_elites")}, sort_keys=True, default=str)
             data_key = (resolved.env_id, spec.level, spec.data, spec.profile_name, spec.encoder, dynamics)

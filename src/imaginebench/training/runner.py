@@ -135,7 +135,7 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
     """A finished run's :class:`RunResult`, or a :class:`_Run` ready to train (resumed if a
     checkpoint exists)."""
     spec, domain, algo_spec, folder = resolved.spec, resolved.domain, resolved.algo, resolved.folder
-    config = algo_spec.default_config(**dict(spec.algo_options))
+    config = resolved.config()
     if folder.finished:
         record = folder.read_record()
         folder.check(_recorded_settings(record), _wanted_settings(spec, config.to_dict()))
@@ -174,7 +174,8 @@ def _build(resolved: ResolvedRun, config: Any, sources: Any, weights: Any, sourc
                                action_size=domain.action_dim if domain.discrete_actions else None)
     batch = config.batch_size or spec.batch
     torch.manual_seed(spec.seed)
-    algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize, device=device)
+    algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize, device=device,
+                           total_steps=spec.steps)
     run = _Run(resolved, config, source, source_info, algo, None, {},
                str(getattr(encoder, "name", spec.encoder or "default")), started, started_at, batch=batch)
     if folder.checkpoint_path.exists():

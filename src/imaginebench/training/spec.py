@@ -162,6 +162,12 @@ class ResolvedRun:
     def env_id(self) -> str:
         return str(self.domain.env_id)
 
+    def config(self) -> Any:
+        """The algorithm's config for this run: its defaults, then the domain card's settings for
+        it (``Domain.algo_defaults``), then the run's own ``algo_options``."""
+        card = dict(self.domain.algo_defaults.get(self.algo.name, {}))
+        return self.algo.default_config(**{**card, **dict(self.spec.algo_options)})
+
 
 def resolve_run(spec: RunSpec) -> ResolvedRun:
     """Look ``spec``'s env id, algorithm and profile up once (an unknown one is a one-line error)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from imaginebench.algos._d3rlpy import load as load_d3rlpy
-from imaginebench.algos.algo_config import AlgoConfig, BuildContext
+from imaginebench.algos.algo_config import LR_DECAYS, AlgoConfig, BuildContext
 from imaginebench.errors import UsageError
 
 PAPER = "Pomerleau, Neural Computation 1991"
@@ -24,6 +24,9 @@ class BCConfig(AlgoConfig):
     Attributes:
         learning_rate: Adam learning rate.
         policy_type: ``deterministic`` (MSE regression) or ``stochastic`` (Gaussian likelihood).
+        lr_decay: ``none`` (constant rate, d3rlpy's default) or ``cosine`` (the rate anneals to 0
+            over the run's gradient steps, so the policy evaluated is not the last point of a
+            noisy constant-rate walk; LIBERO's train success 8% → 74%, notes/libero.md).
     """
 
     discrete: ClassVar[bool] = False
@@ -31,16 +34,18 @@ class BCConfig(AlgoConfig):
 
     learning_rate: float = 1e-3
     policy_type: str = "deterministic"
+    lr_decay: str = "none"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        _check_decay(self.lr_decay)
         if self.policy_type not in ("deterministic", "stochastic"):
             raise UsageError(f"policy_type must be 'deterministic' or 'stochastic', got {self.policy_type!r}.")
 
     def d3rlpy_config(self, ctx: BuildContext):
         return load_d3rlpy().algos.BCConfig(**self.common_kwargs(ctx), learning_rate=self.learning_rate,
                                      policy_type=self.policy_type, encoder_factory=self.encoder_factory(ctx),
-                                     **self.optimizers("optim_factory"))
+                                     **self.optimizers("optim_factory", decay=self.lr_decay, ctx=ctx))
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class DiscreteBCConfig(AlgoConfig):
     Attributes:
         learning_rate: Adam learning rate.
         beta: weight of d3rlpy's logit-norm penalty (keeps logits from growing without bound).
+        lr_decay: ``none`` (constant rate) or ``cosine`` (anneals to 0 over the run's steps).
     """
 
     discrete: ClassVar[bool] = True
@@ -57,8 +63,18 @@ class DiscreteBCConfig(AlgoConfig):
 
     learning_rate: float = 1e-3
     beta: float = 0.5
+    lr_decay: str = "none"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_decay(self.lr_decay)
 
     def d3rlpy_config(self, ctx: BuildContext):
         return load_d3rlpy().algos.DiscreteBCConfig(**self.common_kwargs(ctx), learning_rate=self.learning_rate,
                                              beta=self.beta, encoder_factory=self.encoder_factory(ctx),
-                                             **self.optimizers("optim_factory"))
+                                             **self.optimizers("optim_factory", decay=self.lr_decay, ctx=ctx))
+
+
+def _check_decay(value: str) -> None:
+    if value not in LR_DECAYS:
+        raise UsageError(f"lr_decay must be one of {', '.join(LR_DECAYS)}, got {value!r}.")

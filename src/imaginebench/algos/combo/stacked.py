@@ -31,7 +31,7 @@ class StackedCOMBO(StackedCQL):
 
     algo_class = "COMBO"
     skip_modules = ("dynamics", "model_buffer")
-    graphable = False
+    graphable_update = False
 
     def __init__(self, algos, generators=None) -> None:
         StackedSAC.__init__(self, algos, generators)  # COMBO has no soft or max backup to refuse

@@ -118,8 +118,9 @@ class StackedTrainer:
     skip_modules: ClassVar[tuple[str, ...]] = ()
     """Module fields left out of stacking (no optimiser of the update steps them; each seed's own
     module is used, e.g. COMBO's fitted dynamics and its model buffer)."""
-    graphable: ClassVar[bool] = True
-    """Whether a step can be a CUDA-graph replay (no host-side work inside the step)."""
+    graphable_update: ClassVar[bool] = True
+    """Whether the update can be a CUDA-graph replay (no host-side work inside the step);
+    :attr:`graphable` also asks that no learning-rate schedule runs."""
 
     def __init__(self, algos: Sequence[Any], generators: Sequence[torch.Generator] | None = None) -> None:
         if not algos:
@@ -166,17 +167,18 @@ class StackedTrainer:
                 self.params[name] = torch.stack([self._layout(name, p.detach()) for p in per_seed]).contiguous()
         # one Adam per d3rlpy optimiser, over the stacked rows of its parameters
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        self.schedulers: dict[str, Any] = {}
         self._grouped: dict[str, list[str]] = {}
         for field in self._optim_fields:
             wrappers = [getattr(m, field) for m in mods]
-            if any(w._clip_grad_norm or w._lr_scheduler for w in wrappers):
-                raise ValueError(f"{field}: gradient clipping and learning-rate schedules mix seeds or steps; "
-                                 "they are not supported by stacked training.")
+            if any(w._clip_grad_norm for w in wrappers):
+                raise ValueError(f"{field}: gradient clipping mixes seeds; it is not supported by stacked training.")
+            schedules = [w._lr_scheduler for w in wrappers]
             optim = wrappers[0].optim
             if type(optim) is not torch.optim.Adam or len(optim.param_groups) != 1:
                 raise ValueError(f"{field}: stacked training supports one-group Adam, got {type(optim).__name__}.")
             members = [by_id[id(p)] for p in optim.param_groups[0]["params"]]
-            group = {k: v for k, v in optim.param_groups[0].items() if k != "params"}
+            group = {k: v for k, v in optim.param_groups[0].items() if k not in ("params", "initial_lr")}
             for name in members:
                 self.params[name].requires_grad_(True)
             if self.device.type == "cuda":
@@ -185,6 +187,8 @@ class StackedTrainer:
             self._load_moments(stacked, members, [w.optim for w in wrappers])
             self.optimizers[field] = stacked
             self._grouped[field] = members
+            if any(schedules):
+                self.schedulers[field] = self._stack_schedule(field, stacked, schedules)
         self.grad_step = int(self.algos[0].grad_step)
         if any(int(a.grad_step) != self.grad_step for a in self.algos):
             raise ValueError("Stacked seeds must be at the same gradient step; resume them separately.")
@@ -204,7 +208,36 @@ class StackedTrainer:
         (the map is its own inverse); any other tensor as it is."""
         return tensor.t() if name.endswith(".weight") and tensor.dim() == 2 else tensor
 
+    @property
+    def graphable(self) -> bool:  # type: ignore[override]
+        """Whether a step can be a CUDA-graph replay: a learning-rate schedule changes a host-side
+        number every step, which a captured graph would freeze."""
+        return type(self).graphable_update and not self.schedulers
+
     # ------------------------------------------------------------------ optimiser state
+    @staticmethod
+    def _stack_schedule(field: str, stacked: torch.optim.Optimizer, schedules: list) -> Any:
+        """One cosine schedule for the stacked optimiser, at the seeds' common point (every seed's
+        schedule is the same function of its optimiser's step count, which stacking keeps equal)."""
+        from torch.optim.lr_scheduler import CosineAnnealingLR
+
+        if not all(isinstance(sch, CosineAnnealingLR) for sch in schedules):
+            kinds = sorted({type(sch).__name__ for sch in schedules})
+            raise ValueError(f"{field}: stacked training supports cosine learning-rate schedules only, got {kinds}.")
+        states = [{k: v for k, v in sch.state_dict().items() if k != "_get_lr_called_within_step"}
+                  for sch in schedules]
+        if any(st != states[0] for st in states[1:]):
+            raise ValueError(f"{field}: the seeds' learning-rate schedules differ; resume them separately.")
+        first = schedules[0]
+        for group in stacked.param_groups:  # the rate it started from (the group's "lr" is where it is now)
+            group["initial_lr"] = first.base_lrs[0]
+        now = stacked.param_groups[0]["lr"]
+        schedule = CosineAnnealingLR(stacked, T_max=first.T_max, eta_min=first.eta_min)
+        schedule.load_state_dict(first.state_dict())
+        for group in stacked.param_groups:
+            group["lr"] = now
+        return schedule
+
     def _load_moments(self, stacked: torch.optim.Optimizer, members: list[str], optims: list) -> None:
         states = [[o.state.get(self._sources[n][s]) for n in members] for s, o in enumerate(optims)]
         have = [all(st for st in row) for row in states]
@@ -235,6 +268,11 @@ class StackedTrainer:
                     own = {k: (v.clone() if k == "step" else self._layout(name, v[s]).contiguous())
                            for k, v in state.items()}
                     optim.state[self._sources[name][s]] = own
+                schedule = self.schedulers.get(field)
+                if schedule is not None:
+                    wrapper = getattr(impl.modules, field)
+                    wrapper._lr_scheduler.load_state_dict(schedule.state_dict())
+                    optim.param_groups[0]["lr"] = stacked.param_groups[0]["lr"]
         for algo in self.algos:
             algo.set_grad_step(self.grad_step)
 
@@ -323,6 +361,9 @@ class StackedTrainer:
         optim.zero_grad(set_to_none=True)
         loss.sum().backward()
         optim.step()
+        schedule = self.schedulers.get(field)
+        if schedule is not None:  # as d3rlpy's OptimizerWrapper.step: one schedule step per optimiser step
+            schedule.step()
 
     def encode(self, prefix: str, x: torch.Tensor, action: torch.Tensor | None = None,
                params: Params | None = None) -> torch.Tensor:
