@@ -81,16 +81,29 @@ def test_one_ctrl_c_ends_a_multi_process_verb_at_once(tmp_path, args, after_s):
     assert leftovers == [], leftovers  # no temporary file
 
 
-def test_after_an_interrupted_collect_the_same_command_completes(tmp_path):
-    proc = _start(COLLECT + ["--episodes", "3000"], tmp_path)
-    time.sleep(6.0)
+def test_an_interrupted_collect_keeps_its_finished_chunks_and_the_same_command_completes_it(tmp_path):
+    import numpy as np
+
+    from imaginebench.data import collect, load_dataset
+
+    command = COLLECT + ["--episodes", "1000", "--no-progress"]
+    proc = _start(command, tmp_path)
+    kept = lambda: sorted((tmp_path / "cache" / "collect").rglob("chunk-*.npz"))  # noqa: E731
+    _wait_for(lambda: len(kept()) >= 2 or proc.poll() is not None, 120, "no chunk was kept")
     os.killpg(proc.pid, signal.SIGINT)
     proc.communicate(timeout=10)
     assert proc.returncode == 130
-    again = _start(COLLECT + ["--episodes", "40"], tmp_path)
-    _, err = again.communicate(timeout=300)
+    before = {p.name for p in kept()}
+    assert 2 <= len(before) < 20  # finished work is kept; the dataset is not written
+    assert not (tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "real-train.npz").exists()
+    again = _start(command, tmp_path)
+    out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
-    assert (tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "real-train.npz").exists()
+    assert kept() == []  # the dataset holds them now
+    resumed = load_dataset(tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "real-train.npz")
+    whole = collect("CLEVR-v0", "train", 1000, progress=False)
+    for name in whole.ARRAYS:
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name))
 
 
 def test_an_interrupted_train_says_so_and_the_rerun_resumes(tmp_path):

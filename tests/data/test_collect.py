@@ -77,3 +77,48 @@ def test_collection_as_ray_tasks_gives_the_same_dataset():
                                       "--workers", "2"])
     assert result.exit_code == 0, result.output
     assert load_dataset(dataset_path("CLEVR-v0", "real", "train")).metadata["episodes"] == 60
+
+
+def test_a_collection_keeps_its_finished_chunks_and_a_rerun_takes_the_valid_ones_over(tmp_path, monkeypatch):
+    import importlib
+
+    collect_module = importlib.import_module("imaginebench.data.collect")
+    from imaginebench.envs.registry import load_domain
+
+    folder = collect_module.chunk_folder(tmp_path, load_domain("CLEVR-v0"), "train", 3, "expert")
+    whole = collect("CLEVR-v0", "train", 120, seed=3, progress=False)
+    ran: list[tuple[int, int]] = []
+    real_range = collect_module._collect_range
+    monkeypatch.setattr(collect_module, "_collect_range", lambda job: ran.append(job[2:4]) or real_range(job))
+
+    first = collect("CLEVR-v0", "train", 120, seed=3, progress=False, keep_chunks=folder)
+    assert ran == [(0, 50), (50, 100), (100, 120)]
+    assert sorted(p.name for p in folder.iterdir()) == ["chunk-0000000-0000050.npz", "chunk-0000050-0000100.npz",
+                                                       "chunk-0000100-0000120.npz"]
+    # an interrupted collection's state: one chunk lost, one damaged; the third is taken over as it is
+    (folder / "chunk-0000050-0000100.npz").unlink()
+    (folder / "chunk-0000000-0000050.npz").write_bytes(b"not a dataset")
+    ran.clear()
+    resumed = collect("CLEVR-v0", "train", 120, seed=3, progress=False, keep_chunks=folder)
+    assert ran == [(0, 50), (50, 100)]
+    # a larger collection of the same seed reuses every chunk of the same episode indices
+    ran.clear()
+    collect("CLEVR-v0", "train", 150, seed=3, progress=False, keep_chunks=folder)
+    assert ran == [(100, 150)]  # the kept 100-120 chunk covers other indices than 100-150's
+    for ds in (first, resumed):
+        for name in whole.ARRAYS:
+            np.testing.assert_array_equal(getattr(ds, name), getattr(whole, name))
+        assert ds.instructions == whole.instructions and ds.metadata == whole.metadata
+    # another seed or another level is another folder; other code is another folder too
+    assert collect_module.chunk_folder(tmp_path, load_domain("CLEVR-v0"), "train", 4, "expert") != folder
+    assert collect_module.chunk_folder(tmp_path, load_domain("CLEVR-v0"), "easy", 3, "expert") != folder
+    monkeypatch.setattr(collect_module, "code_digest", lambda domain: "0" * 16)
+    assert collect_module.chunk_folder(tmp_path, load_domain("CLEVR-v0"), "train", 3, "expert") != folder
+
+
+def test_build_real_removes_its_kept_chunks_once_the_dataset_is_written():
+    from imaginebench.config import data_home
+
+    path = build_real("CLEVR-v0", "train", "tiny", episodes=60, progress=False)
+    assert path.exists()
+    assert not list((data_home() / "cache" / "collect").rglob("*.npz"))

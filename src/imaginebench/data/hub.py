@@ -27,7 +27,7 @@ from imaginebench.data.dataset import SOURCES, EpisodeDataset
 from imaginebench.data.storage import DatasetError, load_dataset, save_dataset
 from imaginebench.domains.base import check_level
 from imaginebench.domains.env_base import provide_datasets
-from imaginebench.envs.registry import domain_class, env_spec
+from imaginebench.envs.registry import domain_class, env_spec, load_domain
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.fileio import check_writable
 
@@ -252,8 +252,7 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
                ray_address: str | None = None) -> Path:
     """Collect expert rollouts for ``level`` and save them under the data home (``ray_address``:
     see :func:`imaginebench.data.collect.collect`)."""
-    from imaginebench.data.collect import collect
-
+    from imaginebench.data.collect import chunk_folder, collect, drop_chunks
 
     prof = get_profile(profile)
     limits.count("--episodes", episodes, allow_none=True)
@@ -263,9 +262,12 @@ def build_real(env_id: str, level: str = "train", profile: str | None = None, ep
         raise FileExistsError(f"{path} already exists; pass --overwrite to rebuild it.")
     check_writable(path.parent)
     n = episodes if episodes is not None else prof.episodes(domain_class(env_id), "real", level)
+    chunks = chunk_folder(data_home() / "cache" / "collect", load_domain(env_id), level, seed, "expert")
     ds = collect(env_id, level, n, seed=seed, workers=workers, progress=progress,
-                 metadata={"profile": prof.name}, ray_address=ray_address)
-    return save_dataset(ds, path, overwrite=overwrite)
+                 metadata={"profile": prof.name}, ray_address=ray_address, keep_chunks=chunks)
+    saved = save_dataset(ds, path, overwrite=overwrite)
+    drop_chunks(chunks)  # the dataset holds them now
+    return saved
 
 
 provide_datasets(get_dataset)  # env.get_dataset(level) (SPEC) calls this layer without importing it
