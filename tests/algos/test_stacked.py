@@ -87,7 +87,7 @@ def stacked(name: str, src, seeds, steps: int, **options):
     built = [build(name, src, s, **options) for s in seeds]
     trainer = trainer_for([a for a, _ in built], [g for _, g in built])
     sampler = StackedSampler(src, [np.random.default_rng(s) for s in seeds], "cpu",
-                             built[0][0].config.observation_scaler)
+                             built[0][0].config.observation_scaler, built[0][0].config.action_scaler)
     for _ in range(steps):
         trainer.step(sampler.sample(BATCH))
     trainer.write_back()
@@ -166,6 +166,38 @@ def test_a_cosine_learning_rate_schedule_is_stepped_as_d3rlpy_steps_it(name):
     # a constant rate gives different weights: the schedule really acted
     _, constant = stacked(name, src, SEEDS[:1], steps=12)
     assert any(not torch.allclose(a, b) for a, b in zip(params_of(constant[0]).values(), params_of(algos[0]).values()))
+
+
+@pytest.mark.parametrize("name", ["td3bc", "bc", "iql"])
+def test_min_max_action_scaling_trains_as_d3rlpy_and_predicts_in_the_datas_units(name):
+    src = source(False)
+    _, algos = stacked(name, src, SEEDS[:2], steps=10, action_scaling="minmax")
+    scaler = algos[0].config.action_scaler
+    assert type(scaler).__name__ == "MinMaxActionScaler"
+    actions = src._actions
+    np.testing.assert_allclose(scaler.minimum, actions.min(0)), np.testing.assert_allclose(scaler.maximum, actions.max(0))
+    for seed, algo in zip(SEEDS[:2], algos):
+        assert_close(params_of(algo), params_of(lone_d3rlpy(name, src, seed, steps=10, action_scaling="minmax")))
+    # unscaled training differs, and predictions come back in the data's range
+    _, plain = stacked(name, src, SEEDS[:1], steps=10)
+    assert any(not torch.allclose(a, b) for a, b in zip(params_of(plain[0]).values(), params_of(algos[0]).values()))
+    obs = np.random.default_rng(0).normal(size=(64, src.observation_dim)).astype(np.float32)
+    predicted = algos[0].predict(obs)
+    assert (predicted >= scaler.minimum - 1e-5).all() and (predicted <= scaler.maximum + 1e-5).all()
+
+
+def test_action_scaling_is_refused_on_discrete_actions_and_keeps_a_constant_dimension_finite():
+    from imaginebench.errors import UsageError
+
+    with pytest.raises(UsageError, match="discrete action space; action_scaling must be 'none'"):
+        get_spec("discrete_bc").default_config(action_scaling="minmax")
+    with pytest.raises(UsageError, match="action_scaling must be one of none, minmax"):
+        get_spec("td3bc").default_config(action_scaling="standard")
+    real = dataset(False, 0)
+    real.actions[:, 1] = 0.25  # a dimension the data never varies
+    src = MixedReplaySource({"real": real}, embeddings={s: np.ones(8, np.float32) for s in real.instructions}, seed=0)
+    scaler = src.action_scaler()
+    assert scaler.minimum[1] == pytest.approx(-0.75) and scaler.maximum[1] == pytest.approx(1.25)
 
 
 def test_a_resumed_stacked_trainer_continues_the_schedule_where_it_stopped():

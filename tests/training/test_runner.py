@@ -76,6 +76,17 @@ def test_a_domain_cards_algorithm_settings_reach_the_run_and_the_runs_own_come_l
     model = d3rlpy.load_learnable(str(data_home / "runs/ToyCont-v0/tiny/train/real/bc/seed0" / MODEL_NAME))
     assert model.impl.modules.optim.optim.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
 
+    # min-max action scaling from a card: trained in [-1, 1], saved with its scaler, predicts in the data's units
+    monkeypatch.setattr(ToyContDomain, "algo_defaults", MappingProxyType({"td3bc": {"action_scaling": "minmax"}}))
+    result = train(RunSpec("ToyCont-v0", "td3bc", seed=0, **SMALL), progress=False)
+    assert result.record["config"]["algorithm"]["action_scaling"] == "minmax"
+    model = d3rlpy.load_learnable(str(result.path / MODEL_NAME))
+    scaler = model.config.action_scaler
+    assert type(scaler).__name__ == "MinMaxActionScaler"
+    obs = np.random.default_rng(0).normal(size=(16, model.impl.observation_shape[0])).astype(np.float32)
+    predicted = model.predict(obs)
+    assert (predicted >= scaler.minimum - 1e-5).all() and (predicted <= scaler.maximum + 1e-5).all()
+
 
 def test_same_seed_gives_the_same_record(toy_data, data_home, tmp_path, monkeypatch):
     first = train(RunSpec("ToyCont-v0", "td3bc", seed=3, **SMALL), progress=False).record

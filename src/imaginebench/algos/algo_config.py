@@ -24,6 +24,7 @@ from imaginebench.errors import UsageError
 
 ACTIVATIONS = ("relu", "tanh", "gelu")
 LR_DECAYS = ("none", "cosine")
+ACTION_SCALINGS = ("none", "minmax")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class BuildContext:
         device: torch device string.
         total_steps: gradient steps the run will take (what a learning-rate schedule spans);
             ``None`` where it is not known, which a config with a schedule refuses.
+        action_scaler: a fitted d3rlpy ``MinMaxActionScaler`` over the data's actions
+            (continuous data), used by configs with ``action_scaling="minmax"``.
     """
 
     batch_size: int
@@ -50,6 +53,7 @@ class BuildContext:
     observation_scaler: Any = None
     device: str = "cpu:0"
     total_steps: int | None = None
+    action_scaler: Any = None
 
     @property
     def observation_dim(self) -> int:
@@ -69,6 +73,10 @@ class AlgoConfig:
         batch_size: transitions per gradient step; ``None`` uses the profile's batch size.
         fused_adam: use torch's fused Adam kernel (Adam's update rule, a faster optimiser
             step on CPU); ``False`` gives d3rlpy's plain ``AdamFactory``.
+        action_scaling: ``none`` or ``minmax`` (continuous actions: each dimension's range in the
+            data maps to [-1, 1] for training, and predictions map back; d3rlpy's
+            ``MinMaxActionScaler``).  A policy's tanh then spans what the data does, and a critic
+            is not asked about actions far outside it (LIBERO: notes/libero.md).
     """
 
     discrete: ClassVar[bool]
@@ -82,6 +90,7 @@ class AlgoConfig:
     gamma: float = 0.99
     batch_size: int | None = None
     fused_adam: bool = True
+    action_scaling: str = "none"
 
     def __post_init__(self) -> None:
         if not self.hidden_units or any(int(h) <= 0 for h in self.hidden_units):
@@ -93,6 +102,10 @@ class AlgoConfig:
             raise UsageError(f"instruction_projection must be >= 0, got {self.instruction_projection}.")
         if not 0.0 <= self.gamma <= 1.0:
             raise UsageError(f"gamma must lie in [0, 1], got {self.gamma}.")
+        if self.action_scaling not in ACTION_SCALINGS:
+            raise UsageError(f"action_scaling must be one of {', '.join(ACTION_SCALINGS)}, got {self.action_scaling!r}.")
+        if self.discrete and self.action_scaling != "none":
+            raise UsageError(f"{type(self).__name__} acts in a discrete action space; action_scaling must be 'none'.")
         if self.batch_size is not None and self.batch_size <= 0:
             raise UsageError(f"batch_size must be positive, got {self.batch_size}.")
         for f in dataclasses.fields(self):
@@ -129,8 +142,14 @@ class AlgoConfig:
 
     def common_kwargs(self, ctx: BuildContext) -> dict[str, Any]:
         """Keyword arguments every d3rlpy config takes."""
-        return {"batch_size": self.batch_size or ctx.batch_size, "gamma": self.gamma,
-                "observation_scaler": ctx.observation_scaler}
+        kwargs = {"batch_size": self.batch_size or ctx.batch_size, "gamma": self.gamma,
+                  "observation_scaler": ctx.observation_scaler}
+        if self.action_scaling == "minmax":
+            if ctx.action_scaler is None:
+                raise UsageError(f"{type(self).__name__} with action_scaling='minmax' needs the data's action range; "
+                                 "build it from a data source (imaginebench.algos.factory.build_algorithm).")
+            kwargs["action_scaler"] = ctx.action_scaler
+        return kwargs
 
     def d3rlpy_config(self, ctx: BuildContext):
         """The d3rlpy ``LearnableConfig`` for this algorithm (implemented per algorithm)."""

@@ -12,7 +12,7 @@ def build_context(source: MixedReplaySource, batch_size: int, standardize: str =
     return BuildContext(batch_size=batch_size, state_dim=source.state_dim, embedding_dim=source.embedding_dim,
                         action_size=source.action_size, discrete=source.discrete,
                         observation_scaler=source.observation_scaler(standardize), device=device,
-                        total_steps=total_steps)
+                        total_steps=total_steps, action_scaler=None if source.discrete else source.action_scaler())
 
 
 def build_algorithm(config: AlgoConfig, source: MixedReplaySource, batch_size: int, standardize: str = "all",

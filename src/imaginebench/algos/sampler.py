@@ -33,7 +33,7 @@ import numpy as np
 
 from imaginebench.algos._d3rlpy import load as _load_d3rlpy
 from imaginebench.data.dataset import EpisodeDataset
-from imaginebench.errors import choice_error
+from imaginebench.errors import UsageError, choice_error
 
 _load_d3rlpy()
 
@@ -309,6 +309,20 @@ class MixedReplaySource(ReplayBufferBase):
             mean[: self.state_dim] = 0.0
             std[: self.state_dim] = 1.0
         return StandardObservationScaler(mean=mean, std=std, eps=0.0)
+
+    def action_scaler(self):
+        """A d3rlpy ``MinMaxActionScaler`` over the actions of every source with weight (each
+        dimension's range maps to [-1, 1]; a dimension the data never varies keeps its scale)."""
+        from d3rlpy.preprocessing import MinMaxActionScaler
+
+        if self.discrete:
+            raise UsageError("Action scaling is for continuous actions; this data's actions are discrete.")
+        used = [self._actions[off:off + cnt] for w, off, cnt in zip(self.weights, self.offsets, self.counts) if w > 0]
+        actions = np.concatenate(used).astype(np.float64)
+        low, high = actions.min(0), actions.max(0)
+        flat = high - low < 1e-6
+        low, high = np.where(flat, low - 1.0, low), np.where(flat, high + 1.0, high)
+        return MinMaxActionScaler(minimum=low.astype(np.float32), maximum=high.astype(np.float32))
 
     # ------------------------------------------------------------------ d3rlpy protocol
     @property

@@ -137,7 +137,8 @@ def measure_update_rate(spec: RunSpec, embedding_dim: int, seconds: float = 1.0)
     algo = build_algorithm(config, source, batch_size=batch, standardize=spec.standardize, total_steps=spec.steps)
     if type(algo).__name__ in stacked_trainers():
         trainer = trainer_for([algo])
-        sampler = StackedSampler(source, [np.random.default_rng(0)], algo.impl.device, algo.config.observation_scaler)
+        sampler = StackedSampler(source, [np.random.default_rng(0)], algo.impl.device, algo.config.observation_scaler,
+                                 algo.config.action_scaler)
         return _timed(lambda: trainer.step(sampler.sample(trainer.source_rows(batch))), seconds)
     return _timed(lambda: config.update(algo, source, batch), seconds)
 

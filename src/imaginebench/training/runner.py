@@ -294,7 +294,8 @@ def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
     device = runs[0].algo.impl.device
     generators = [r.generator for r in runs]
     trainer = trainer_for([r.algo for r in runs], generators)
-    sampler = StackedSampler(runs[0].source, [r.source.rng for r in runs], device, runs[0].algo.config.observation_scaler)
+    sampler = StackedSampler(runs[0].source, [r.source.rng for r in runs], device, runs[0].algo.config.observation_scaler,
+                             runs[0].algo.config.action_scaler)
     cuda = str(device).startswith("cuda") and trainer.graphable
     seeds = ",".join(str(r.spec.seed) for r in runs)
     label = f"{runs[0].domain.env_id} {runs[0].algo_spec.name} {spec.level}/{spec.data_tag} seeds {seeds}"

@@ -35,10 +35,12 @@ class StackedSampler:
             restored from the checkpoint when resuming).
         device: torch device of the trainer.
         observation_scaler: the algorithm's fitted d3rlpy observation scaler, or ``None``.
+        action_scaler: the algorithm's fitted d3rlpy action scaler, or ``None`` (applied to the
+            action tables once, as ``torch_batch`` applies it to every batch).
     """
 
     def __init__(self, source: MixedReplaySource, rngs: Sequence[np.random.Generator], device: str | torch.device,
-                 observation_scaler: Any = None) -> None:
+                 observation_scaler: Any = None, action_scaler: Any = None) -> None:
         self.source = source
         self.rngs = list(rngs)
         self.device = torch.device(device)
@@ -58,6 +60,9 @@ class StackedSampler:
         actions, next_actions = torch.from_numpy(source._actions), torch.from_numpy(source._next_actions)
         self.actions = (actions[:, 0].long() if source.discrete else actions).to(dev)
         self.next_actions = (next_actions[:, 0].long() if source.discrete else next_actions).to(dev)
+        if action_scaler is not None:
+            self.actions = action_scaler.transform(self.actions).contiguous()
+            self.next_actions = action_scaler.transform(self.next_actions).contiguous()
         self.rewards = torch.from_numpy(source._rewards).to(dev)
         self.terminals = torch.from_numpy(source._terminals).to(dev)
         self._returns: dict[float, torch.Tensor] = {}
