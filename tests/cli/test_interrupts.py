@@ -64,7 +64,8 @@ def _last_line(err: str) -> str:
                                           (COLLECT + ["--episodes", "3000"], 6.0),
                                           (COLLECT + ["--episodes", "3000"], 12.0),
                                           (CALIBRATE, 3.0),
-                                          (CALIBRATE, 5.0)])
+                                          (CALIBRATE, 5.0),
+                                          (CALIBRATE, 8.0)])
 def test_one_ctrl_c_ends_a_multi_process_verb_at_once(tmp_path, args, after_s):
     proc = _start(args, tmp_path)
     time.sleep(after_s)
@@ -128,14 +129,20 @@ def test_an_interrupted_train_says_so_and_the_rerun_resumes(tmp_path):
 
 
 @pytest.mark.xdist_group("ray")  # one local Ray instance at a time under pytest-xdist
-def test_one_ctrl_c_ends_a_ray_grid(tmp_path):
+@pytest.mark.parametrize("point", ["starting", "training", "checkpointed"])
+def test_one_ctrl_c_ends_a_ray_grid(tmp_path, point):
+    """At three points: while Ray starts, once a run folder exists, once a run has checkpointed."""
     collect = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "60"], tmp_path)
     assert collect.wait(timeout=300) == 0
     proc = _start(["bench", "--envs", "CLEVR-v0", "--algos", "bc", "--levels", "easy", "--data", "real", "--seeds",
-                   "0", "1", "2", "--profile", "tiny", "--cpus", "1", "--no-progress"], tmp_path)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "runs").exists() and time.monotonic() < deadline:  # a run has started
-        time.sleep(0.2)
+                   "0", "1", "2", "--profile", "tiny", "--steps", "3000", "--checkpoint-every", "500", "--cpus", "1",
+                   "--no-progress"], tmp_path)
+    reached = {"starting": lambda: True,
+               "training": lambda: (tmp_path / "runs").exists(),
+               "checkpointed": lambda: bool(list((tmp_path / "runs").rglob("checkpoint.pt")))}[point]
+    if point == "starting":
+        time.sleep(1.5)
+    _wait_for(lambda: reached() or proc.poll() is not None, 180, f"the grid never reached {point}")
     assert proc.poll() is None, "the grid ended before it could be interrupted"
     err = _interrupt(proc, 20)
     assert proc.returncode == 130, err
@@ -159,9 +166,11 @@ def test_an_interrupted_rollout_model_fine_tune_says_how_to_resume(tmp_path):
         "interrupted; rerun the same command to resume (finished work is kept).")
 
 
-def test_an_interrupted_generation_keeps_its_rounds_and_the_rerun_takes_them_over(tmp_path):
+@pytest.mark.parametrize("point", ["loading", "after a round"])
+def test_an_interrupted_generation_keeps_its_rounds_and_the_rerun_takes_them_over(tmp_path, point):
     """`imagine generate` (one process) ends on Ctrl-C with the same line, saves no dataset, and the
-    same command resumes from the finished best-of-N rounds, saying so."""
+    same command resumes from the finished best-of-N rounds, saying so: interrupted while it loads
+    the model, after a finished round, and again during the rerun."""
     collect = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "60"], tmp_path)
     assert collect.wait(timeout=300) == 0
     lm = _start(["imagine", "train", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone", "tiny", "--steps", "20",
@@ -171,6 +180,14 @@ def test_an_interrupted_generation_keeps_its_rounds_and_the_rerun_takes_them_ove
                 "easy", "--episodes", "200", "--budget", "8", "--batch-size", "16", "--no-stop-on-end", "--no-score"]
     partial = tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "imaginary-easy.partial"
     proc = _start(generate, tmp_path)
+    if point == "loading":
+        time.sleep(1.0)
+        assert proc.poll() is None
+        err = _interrupt(proc, 10)
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert _last_line(err) == "interrupted; rerun the same command to resume (finished work is kept)."
+        assert not list(partial.parent.glob("imaginary-easy*.npz")) and not list(partial.glob("round-*.npz"))
+        return
     _wait_for(lambda: (partial / "state.json").exists() or proc.poll() is not None, 300, "no round was finished")
     assert proc.poll() is None, "the generation ended before it could be interrupted; give it more work"
     err = _interrupt(proc, 10)
