@@ -200,6 +200,19 @@ def test_action_scaling_is_refused_on_discrete_actions_and_keeps_a_constant_dime
     assert scaler.minimum[1] == pytest.approx(-0.75) and scaler.maximum[1] == pytest.approx(1.25)
 
 
+@pytest.mark.parametrize("name", ["td3bc", "rebrac"])
+def test_each_td3_optimiser_anneals_over_the_steps_it_takes(name):
+    src = source(False)
+    trainer, algos = stacked(name, src, SEEDS[:2], steps=10, lr_decay="cosine", total_steps=10)
+    for seed, algo in zip(SEEDS[:2], algos):
+        alone = lone_d3rlpy(name, src, seed, steps=10, lr_decay="cosine", total_steps=10)
+        assert_close(params_of(algo), params_of(alone))
+        for field in ("actor_optim", "critic_optim"):  # the actor steps every second update: 5 of 10
+            ours, theirs = getattr(algo.impl.modules, field), getattr(alone.impl.modules, field)
+            assert ours._lr_scheduler.last_epoch == theirs._lr_scheduler.last_epoch == (5 if field == "actor_optim" else 10)
+            assert ours.optim.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
 def test_a_resumed_stacked_trainer_continues_the_schedule_where_it_stopped():
     src = source(False)
     built = [build("bc", src, s, lr_decay="cosine", total_steps=10) for s in SEEDS]

@@ -121,11 +121,13 @@ class AlgoConfig:
         return InstructionEncoderFactory(hidden_units=list(self.hidden_units), activation=self.activation,
                                          state_dim=ctx.state_dim, instruction_projection=self.instruction_projection)
 
-    def optimizers(self, *names: str, decay: str = "none", ctx: BuildContext | None = None) -> dict[str, Any]:
+    def optimizers(self, *names: str, decay: str = "none", ctx: BuildContext | None = None,
+                   every: dict[str, int] | None = None) -> dict[str, Any]:
         """``{name: optimizer factory}`` for the d3rlpy config's optimiser fields ``names``.
 
         ``decay="cosine"`` anneals each optimiser's learning rate along a half cosine to 0 over
-        ``ctx.total_steps`` of its own steps (d3rlpy's ``CosineAnnealingLRFactory``)."""
+        the steps it takes in the run (d3rlpy's ``CosineAnnealingLRFactory``): ``ctx.total_steps``,
+        or a ``every[name]``-th of them for an optimiser that steps once per that many updates."""
         if self.fused_adam:
             from imaginebench.algos.optimizers import FusedAdamFactory as factory
         else:
@@ -138,7 +140,9 @@ class AlgoConfig:
             raise UsageError(f"{type(self).__name__} with lr_decay={decay!r} needs the run's total gradient steps; "
                              "build it through the training runner or pass total_steps.")
         schedule = load_d3rlpy().optimizers.CosineAnnealingLRFactory
-        return {name: factory(lr_scheduler_factory=schedule(T_max=int(ctx.total_steps))) for name in names}
+        total, every = int(ctx.total_steps), every or {}
+        return {name: factory(lr_scheduler_factory=schedule(T_max=-(-total // int(every.get(name, 1)))))
+                for name in names}
 
     def common_kwargs(self, ctx: BuildContext) -> dict[str, Any]:
         """Keyword arguments every d3rlpy config takes."""
@@ -195,6 +199,12 @@ class AlgoConfig:
         for name, value in changes.items():
             check_field_type(name, types[name], value)
         return dataclasses.replace(self, **changes)
+
+
+def check_lr_decay(value: str) -> None:
+    """Raise :class:`UsageError` unless ``value`` is a known learning-rate schedule."""
+    if value not in LR_DECAYS:
+        raise UsageError(f"lr_decay must be one of {', '.join(LR_DECAYS)}, got {value!r}.")
 
 
 def check_field_type(name: str, annotation: str, value: Any) -> None:

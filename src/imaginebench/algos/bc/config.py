@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from imaginebench.algos._d3rlpy import load as load_d3rlpy
-from imaginebench.algos.algo_config import LR_DECAYS, AlgoConfig, BuildContext
+from imaginebench.algos.algo_config import AlgoConfig, BuildContext, check_lr_decay
 from imaginebench.errors import UsageError
 
 PAPER = "Pomerleau, Neural Computation 1991"
@@ -38,7 +38,7 @@ class BCConfig(AlgoConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_decay(self.lr_decay)
+        check_lr_decay(self.lr_decay)
         if self.policy_type not in ("deterministic", "stochastic"):
             raise UsageError(f"policy_type must be 'deterministic' or 'stochastic', got {self.policy_type!r}.")
 
@@ -67,14 +67,9 @@ class DiscreteBCConfig(AlgoConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_decay(self.lr_decay)
+        check_lr_decay(self.lr_decay)
 
     def d3rlpy_config(self, ctx: BuildContext):
         return load_d3rlpy().algos.DiscreteBCConfig(**self.common_kwargs(ctx), learning_rate=self.learning_rate,
                                              beta=self.beta, encoder_factory=self.encoder_factory(ctx),
                                              **self.optimizers("optim_factory", decay=self.lr_decay, ctx=ctx))
-
-
-def _check_decay(value: str) -> None:
-    if value not in LR_DECAYS:
-        raise UsageError(f"lr_decay must be one of {', '.join(LR_DECAYS)}, got {value!r}.")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from imaginebench.algos._d3rlpy import load as load_d3rlpy
-from imaginebench.algos.algo_config import AlgoConfig, BuildContext
+from imaginebench.algos.algo_config import AlgoConfig, BuildContext, check_lr_decay
 from imaginebench.errors import UsageError
 
 
@@ -26,6 +26,8 @@ class TD3Family(AlgoConfig):
         target_smoothing_sigma: std of the noise added to target actions.
         target_smoothing_clip: clip of that noise.
         update_actor_interval: critic steps per actor (and target) update.
+        lr_decay: ``none`` (constant rates) or ``cosine`` (each rate anneals to 0 over the steps
+            its optimiser takes in the run: the actor's every ``update_actor_interval``-th).
     """
 
     discrete: ClassVar[bool] = False
@@ -37,9 +39,11 @@ class TD3Family(AlgoConfig):
     target_smoothing_sigma: float = 0.2
     target_smoothing_clip: float = 0.5
     update_actor_interval: int = 2
+    lr_decay: str = "none"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_lr_decay(self.lr_decay)
         if self.update_actor_interval < 1:
             raise UsageError(f"update_actor_interval must be >= 1, got {self.update_actor_interval}.")
 
@@ -51,7 +55,8 @@ class TD3Family(AlgoConfig):
             critic_learning_rate=self.critic_learning_rate, actor_encoder_factory=enc, critic_encoder_factory=enc,
             tau=self.tau, n_critics=self.n_critics, target_smoothing_sigma=self.target_smoothing_sigma,
             target_smoothing_clip=self.target_smoothing_clip, update_actor_interval=self.update_actor_interval,
-            **self.optimizers("actor_optim_factory", "critic_optim_factory"),
+            **self.optimizers("actor_optim_factory", "critic_optim_factory", decay=self.lr_decay, ctx=ctx,
+                              every={"actor_optim_factory": self.update_actor_interval}),
         )
 
 
