@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from imaginebench.algos.weights import MODEL_FILE, save_model
 from imaginebench.errors import UsageError
@@ -34,6 +34,7 @@ from imaginebench.fileio import (WriterLock, atomic_path, check_writable, first_
 CHECKPOINT_NAME = "checkpoint.pt"
 MODEL_NAME = "model.d3"
 FILES = (CHECKPOINT_NAME, RECORD_NAME, MODEL_NAME, "model.pt")
+T = TypeVar("T")
 
 
 class SettingsClash(UsageError):
@@ -96,6 +97,21 @@ class RunFolder:
         for name in FILES:
             remove_temporaries(self.path / name)
         return lock
+
+    def claim(self, build: Callable[[], T]) -> tuple[T, WriterLock] | None:
+        """Take the folder's writer lock (:meth:`open`), then ``build()`` what will write it; returns
+        ``(built, lock)``, or ``None`` where another process finished the folder meanwhile (read its
+        record instead).  A build that fails releases the lock and leaves no folder behind.  The
+        start every stage that trains something shares."""
+        lock = self.open()
+        try:
+            if self.finished:
+                lock.release()
+                return None
+            return build(), lock
+        except BaseException:
+            lock.release(tidy=True)
+            raise
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (plain data; ``state["model"]``: the algorithm's bytes) atomically, with

@@ -53,3 +53,29 @@ def test_two_trains_of_one_run_started_together_leave_one_writers_files(toy_data
 
     model = (run_dir(spec) / MODEL_FILE).read_bytes()
     assert trained[0].record["files"][MODEL_FILE] == hashlib.sha256(model).hexdigest()
+
+
+def test_a_claim_builds_under_the_lock_tidies_a_failed_start_and_yields_to_a_finished_folder(tmp_path):
+    """``RunFolder.claim``: the start offline training and online fine-tuning share."""
+    from imaginebench.run_folder import RunFolder
+
+    folder = RunFolder(tmp_path / "run")
+
+    def fails() -> None:
+        raise RuntimeError("no data")
+
+    with pytest.raises(RuntimeError, match="no data"):
+        folder.claim(fails)
+    assert not folder.path.exists()  # a start that failed before writing leaves no folder behind
+
+    def build() -> str:
+        with pytest.raises(Busy):  # built while the lock is held
+            WriterLock(folder.path).acquire()
+        return "built"
+
+    built, lock = folder.claim(build)
+    assert built == "built"
+    lock.release()
+    folder.record_path.write_text("{}")  # another process finished it meanwhile
+    assert folder.claim(lambda: pytest.fail("built a finished run")) is None
+    WriterLock(folder.path).acquire().release()  # and the lock was let go

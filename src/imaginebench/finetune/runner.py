@@ -194,10 +194,8 @@ def _offline_source(spec: FinetuneSpec, start: Start, encoder: Any, action_size:
 
 
 def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | FinetuneResult:
-    import torch
-
-
-    d3rlpy = load_d3rlpy()
+    """A finished fine-tune's :class:`FinetuneResult`, or a :class:`_Finetune` ready to run
+    (resumed if a checkpoint exists)."""
     domain = load_domain(env_spec(spec.env_id).env_id)
     start = resolve_start(spec)
     method = resolve_method(spec, start, domain.discrete_actions)
@@ -211,64 +209,73 @@ def _prepare(spec: FinetuneSpec, encoder: Any, device: str) -> _Finetune | Finet
         record = folder.read_record()
         folder.check(record.get("settings"), _settings(spec, method, config, start, encoder_name))
         return FinetuneResult(record, folder.path, skipped=True)
-    lock = folder.open()  # one writer per folder: a second process is refused, naming the first
-    try:
-        started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # one writer per folder: a second process is refused, naming the first
+    claimed = folder.claim(lambda: _build(spec, start, method, config, folder, domain, encoder, encoder_name, device))
+    if claimed is None:  # another process finished it while this one was loading
+        return _prepare(spec, encoder, device)
+    run, run.lock = claimed
+    return run
 
-        action_size = domain.action_dim
-        from imaginebench import limits  # sizes that cannot fit are refused before anything is loaded or encoded
 
-        limits.check_training_memory(observation_dim=domain.state_dim + int(encoder.dim), action_size=action_size,
-                                     hidden_units=tuple(getattr(config, "hidden_units", ())),
-                                     batch_size=int(config.batch_size or spec.batch), what=f"{method} on {domain.env_id}")
-        action_width = 1 if domain.discrete_actions else action_size
-        limits.fits_in_memory(4.0 * spec.steps * (2 * domain.state_dim + action_width + 3),
-                              f"the online buffer of a {spec.steps}-step budget", "give a smaller --budget")
-        offline_model = None
-        if start.run is not None:
-            from imaginebench.algos.weights import MODEL_FILE, load_model
+def _build(spec: FinetuneSpec, start: Start, method: str, config: Any, folder: RunFolder, domain: Any, encoder: Any,
+           encoder_name: str, device: str) -> _Finetune:
+    """The fine-tune's algorithm (moved from its offline start), envs, buffer and evaluator,
+    resumed from its checkpoint if there is one."""
+    import torch
 
-            offline_model = load_model(start.run / MODEL_FILE, device=device, sha256=start.model_sha256)
-        offline, offline_info = None, []
-        if spec.offline_ratio > 0 or start.run is None:  # scratch: its standardisation comes from the real data
-            offline, offline_info = _offline_source(spec, start, encoder, action_size if domain.discrete_actions else None)
-        scaler = (offline_model.config.observation_scaler if offline_model is not None
-                  else offline.observation_scaler("all"))
-        batch = int(config.batch_size or spec.batch)
-        ctx = BuildContext(batch_size=batch, state_dim=domain.state_dim, embedding_dim=int(encoder.dim),
-                           action_size=action_size, discrete=domain.discrete_actions, observation_scaler=scaler,
-                           device=device)
-        torch.manual_seed(spec.seed)
-        algo = config.create(ctx)
-        algo.create_impl((ctx.observation_dim,), action_size)
-        moved = transfer_modules(algo, offline_model, method) if offline_model is not None else {}
+    d3rlpy = load_d3rlpy()
+    started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
 
-        if method in STOCHASTIC:
-            explorer = None
-        elif domain.discrete_actions:
-            explorer = d3rlpy.algos.ConstantEpsilonGreedy(spec.epsilon)
-        else:
-            explorer = d3rlpy.algos.NormalNoise(mean=0.0, std=spec.noise_std)
-        interaction = Interaction(domain.env_id, spec.level, spec.num_envs, spec.seed, spec.vectorization)
-        bank = list(domain.instruction_bank(spec.level))
-        table = InstructionTable(encoder, bank)
-        buffer = OnlineBuffer(spec.steps, domain.state_dim, () if domain.discrete_actions else (action_size,),
-                              spec.num_envs, config.gamma)
-        evaluator = Evaluator(domain.env_id, spec.level, spec.episodes_per_task, spec.seed, encoder)
-        run = _Finetune(spec, start, method, config, folder, algo, moved, interaction, buffer, table, evaluator, offline,
-                        offline_info, explorer, np.random.default_rng([spec.seed, 0xF7]), encoder_name, batch,
-                        started=started, started_at=started_at)
-        if folder.checkpoint_path.exists():
-            _load_checkpoint(run)
-        else:
-            np.random.seed(spec.seed)  # d3rlpy's explorers draw from numpy's global stream
-            run.states, texts = interaction.reset()
-            run.instr = table.ids(texts)
-        run.resumed_from = run.env_steps
-    except BaseException:
-        lock.release(tidy=True)  # a start that failed before writing leaves no folder behind
-        raise
-    run.lock = lock
+    action_size = domain.action_dim
+    from imaginebench import limits  # sizes that cannot fit are refused before anything is loaded or encoded
+
+    limits.check_training_memory(observation_dim=domain.state_dim + int(encoder.dim), action_size=action_size,
+                                 hidden_units=tuple(getattr(config, "hidden_units", ())),
+                                 batch_size=int(config.batch_size or spec.batch), what=f"{method} on {domain.env_id}")
+    action_width = 1 if domain.discrete_actions else action_size
+    limits.fits_in_memory(4.0 * spec.steps * (2 * domain.state_dim + action_width + 3),
+                          f"the online buffer of a {spec.steps}-step budget", "give a smaller --budget")
+    offline_model = None
+    if start.run is not None:
+        from imaginebench.algos.weights import MODEL_FILE, load_model
+
+        offline_model = load_model(start.run / MODEL_FILE, device=device, sha256=start.model_sha256)
+    offline, offline_info = None, []
+    if spec.offline_ratio > 0 or start.run is None:  # scratch: its standardisation comes from the real data
+        offline, offline_info = _offline_source(spec, start, encoder, action_size if domain.discrete_actions else None)
+    scaler = (offline_model.config.observation_scaler if offline_model is not None
+              else offline.observation_scaler("all"))
+    batch = int(config.batch_size or spec.batch)
+    ctx = BuildContext(batch_size=batch, state_dim=domain.state_dim, embedding_dim=int(encoder.dim),
+                       action_size=action_size, discrete=domain.discrete_actions, observation_scaler=scaler,
+                       device=device)
+    torch.manual_seed(spec.seed)
+    algo = config.create(ctx)
+    algo.create_impl((ctx.observation_dim,), action_size)
+    moved = transfer_modules(algo, offline_model, method) if offline_model is not None else {}
+
+    if method in STOCHASTIC:
+        explorer = None
+    elif domain.discrete_actions:
+        explorer = d3rlpy.algos.ConstantEpsilonGreedy(spec.epsilon)
+    else:
+        explorer = d3rlpy.algos.NormalNoise(mean=0.0, std=spec.noise_std)
+    interaction = Interaction(domain.env_id, spec.level, spec.num_envs, spec.seed, spec.vectorization)
+    bank = list(domain.instruction_bank(spec.level))
+    table = InstructionTable(encoder, bank)
+    buffer = OnlineBuffer(spec.steps, domain.state_dim, () if domain.discrete_actions else (action_size,),
+                          spec.num_envs, config.gamma)
+    evaluator = Evaluator(domain.env_id, spec.level, spec.episodes_per_task, spec.seed, encoder)
+    run = _Finetune(spec, start, method, config, folder, algo, moved, interaction, buffer, table, evaluator, offline,
+                    offline_info, explorer, np.random.default_rng([spec.seed, 0xF7]), encoder_name, batch,
+                    started=started, started_at=started_at)
+    if folder.checkpoint_path.exists():
+        _load_checkpoint(run)
+    else:
+        np.random.seed(spec.seed)  # d3rlpy's explorers draw from numpy's global stream
+        run.states, texts = interaction.reset()
+        run.instr = table.ids(texts)
+    run.resumed_from = run.env_steps
     return run
 
 

@@ -146,16 +146,11 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
                           hidden_units=tuple(getattr(config, "hidden_units", ())),
                           batch_size=int(config.batch_size or spec.batch), what=f"{algo_spec.name} on {domain.env_id}")
     sources, weights, source_info = load_sources(spec, domain.env_id)
-    lock = folder.open()  # one writer per run folder: a second process is refused, naming the first
-    try:
-        if folder.finished:  # another process finished it while this one was loading
-            lock.release()
-            return _prepare(resolved, encoder, env_factory, device)
-        run = _build(resolved, config, sources, weights, source_info, encoder, env_factory, device)
-    except BaseException:
-        lock.release(tidy=True)  # a start that failed before writing leaves no folder behind
-        raise
-    run.lock = lock
+    # one writer per run folder: a second process is refused, naming the first
+    claimed = folder.claim(lambda: _build(resolved, config, sources, weights, source_info, encoder, env_factory, device))
+    if claimed is None:  # another process finished it while this one was loading
+        return _prepare(resolved, encoder, env_factory, device)
+    run, run.lock = claimed
     return run
 
 
