@@ -259,9 +259,9 @@ def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> Gri
         if spec.encoder not in dims:
             dims[spec.encoder] = int(get_encoder(spec.encoder).dim)
         dim = dims[spec.encoder]
-        options = json.dumps(dict(spec.algo_options), sort_keys=True, default=str)
+        cfg = resolved.config()  # the domain card's settings and the run's options: what the rate depends on
+        options = json.dumps(cfg.to_dict(), sort_keys=True, default=str)
         if resolved.algo.name == "combo":
-            cfg = resolved.config()
             dynamics = json.dumps({k: v for k, v in cfg.to_dict().items() if k.startswith("dynamics_")
                                    or k in ("ensemble_size", "n_elites")}, sort_keys=True, default=str)
             data_key = (resolved.env_id, spec.level, spec.data, spec.profile_name, spec.encoder, dynamics)
