@@ -97,8 +97,16 @@ def collect_dataset(seed: int, stop: str = "none", marker: str | None = None, ex
     from imaginebench.cli import run_app
 
     _check_stop(stop, ("half-written", "before-rename"))
-    if stop == "half-written":
-        stop_at_call(np.lib.format, "write_array", 3, _marker(marker))
+    if stop == "half-written":  # the dataset's write, not a kept chunk's (those are written by collect itself)
+        import imaginebench.data.hub as hub
+
+        write = hub.save_dataset
+
+        def armed(*args: Any, **kwargs: Any) -> Any:
+            stop_at_call(np.lib.format, "write_array", 3, _marker(marker))
+            return write(*args, **kwargs)
+
+        setattr(hub, "save_dataset", armed)
     elif stop == "before-rename":
         stop_before_rename("real-train.npz", 1, _marker(marker))
     sys.exit(run_app([*DATASET_ARGS, "--seed", str(seed), *extra]))
