@@ -179,15 +179,19 @@ def test_an_interrupted_generation_keeps_its_rounds_and_the_rerun_takes_them_ove
     generate = ["imagine", "generate", "--env", "CLEVR-v0", "--profile", "tiny", "--backbone", "tiny", "--level",
                 "easy", "--episodes", "200", "--budget", "8", "--batch-size", "16", "--no-stop-on-end", "--no-score"]
     partial = tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "imaginary-easy.partial"
-    proc = _start(generate, tmp_path)
-    if point == "loading":
-        time.sleep(1.0)
+    if point == "loading":  # through the console script, which also answers a Ctrl-C during the imports
+        script = Path(sys.executable).with_name("imaginebench")
+        env = {**os.environ, "IMAGINEBENCH_HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen([str(script), *generate], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        time.sleep(2.5)
         assert proc.poll() is None
         err = _interrupt(proc, 10)
         assert proc.returncode == 130 and "Traceback" not in err, err
         assert _last_line(err) == "interrupted; rerun the same command to resume (finished work is kept)."
         assert not list(partial.parent.glob("imaginary-easy*.npz")) and not list(partial.glob("round-*.npz"))
         return
+    proc = _start(generate, tmp_path)
     _wait_for(lambda: (partial / "state.json").exists() or proc.poll() is not None, 300, "no round was finished")
     assert proc.poll() is None, "the generation ended before it could be interrupted; give it more work"
     err = _interrupt(proc, 10)
