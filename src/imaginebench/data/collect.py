@@ -134,6 +134,7 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
     if cluster:
         limits.cluster_answers(ray_address)
     domain = load_domain(env_id)
+    action_shape = () if domain.discrete_actions else (domain.action_dim,)
     all_jobs = [(domain.env_id, level, a, b, seed, policy) for a, b in _chunks(episodes)]
     done: dict[tuple[int, int], list[Episode]] = {}
     digest = code_digest(domain) if keep_chunks is not None else ""
@@ -159,11 +160,8 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
             save_dataset(part, _chunk_path(keep_chunks, job[2], job[3]), overwrite=True)
         bar.update(job[3] - job[2])
 
-    action_shape = () if domain.discrete_actions else (domain.action_dim,)
     try:
-        if not jobs:
-            pass
-        elif ray_address is not None:
+        if ray_address is not None and jobs:
             from imaginebench.raycluster import ray_session
 
             local = ray_address == "local"
@@ -175,7 +173,7 @@ def collect(env_id: str, level: str, episodes: int, seed: int = 0, policy: str =
         elif workers <= 1:
             for job in jobs:
                 finished(job, _collect_range(job))
-        else:
+        elif jobs:
             with worker_pool(min(workers, len(jobs))) as pool:
                 for job, eps in zip(jobs, pool.map(_collect_range, jobs)):
                     finished(job, eps)
