@@ -88,6 +88,22 @@ def test_a_domain_cards_algorithm_settings_reach_the_run_and_the_runs_own_come_l
     assert (predicted >= scaler.minimum - 1e-5).all() and (predicted <= scaler.maximum + 1e-5).all()
 
 
+def test_every_domain_cards_algorithm_settings_make_a_valid_config_of_a_fitting_algorithm():
+    """A card setting is a field of that algorithm with a value it accepts (a misspelt field or a
+    discrete algorithm on a continuous domain would fail every run of the domain, late)."""
+    from imaginebench.algos.registry import get_spec
+    from imaginebench.envs.registry import ENV_IDS, domain_class
+
+    for env_id in ENV_IDS:
+        card = domain_class(env_id)
+        for name, settings in card.algo_defaults.items():
+            spec = get_spec(name)
+            assert spec.config_cls.discrete == card.discrete_actions, (env_id, name)
+            config = spec.default_config(**dict(settings))
+            assert {k: getattr(config, k) for k in settings} == dict(settings), (env_id, name)
+    assert dict(domain_class("LIBERO-v0").algo_defaults["td3bc"]) == {"action_scaling": "minmax", "alpha": 0.25}
+
+
 def test_same_seed_gives_the_same_record(toy_data, data_home, tmp_path, monkeypatch):
     first = train(RunSpec("ToyCont-v0", "td3bc", seed=3, **SMALL), progress=False).record
     monkeypatch.setenv("IMAGINEBENCH_HOME", str(tmp_path / "other_home"))
