@@ -17,12 +17,14 @@ CALIBRATE = ["calibrate", "--env", "CLEVR-v0", "--level", "train", "--workers", 
              "--random-episodes", "400", "--max-random-episodes", "400", "--no-progress", "--out", "{home}/table.md"]
 
 
-def _start(args: list[str], home: Path, stdout: Path | None = None) -> subprocess.Popen:
-    """The CLI in its own process; its stdout to ``stdout`` (a file, read while it runs) if given."""
+def _start(args: list[str], home: Path, stdout: Path | None = None, script: bool = False) -> subprocess.Popen:
+    """The CLI in its own process; its stdout to ``stdout`` (a file, read while it runs) if given.
+    ``script``: through the installed console script, which also answers a Ctrl-C during the imports."""
     env = {**os.environ, "IMAGINEBENCH_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     code = "import sys; from imaginebench.cli import main; main(sys.argv[1:])"
+    command = [str(Path(sys.executable).with_name("imaginebench"))] if script else [sys.executable, "-c", code]
     # its own process group, as a terminal's foreground job: Ctrl-C reaches the workers too
-    return subprocess.Popen([sys.executable, "-c", code, *[a.format(home=home) for a in args]], env=env,
+    return subprocess.Popen([*command, *[a.format(home=home) for a in args]], env=env,
                             stdout=subprocess.PIPE if stdout is None else stdout.open("w"), stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 
@@ -180,10 +182,7 @@ def test_an_interrupted_generation_keeps_its_rounds_and_the_rerun_takes_them_ove
                 "easy", "--episodes", "200", "--budget", "8", "--batch-size", "16", "--no-stop-on-end", "--no-score"]
     partial = tmp_path / "datasets" / "CLEVR-v0" / "tiny" / "imaginary-easy.partial"
     if point == "loading":  # through the console script, which also answers a Ctrl-C during the imports
-        script = Path(sys.executable).with_name("imaginebench")
-        env = {**os.environ, "IMAGINEBENCH_HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([str(script), *generate], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        proc = _start(generate, tmp_path, script=True)
         time.sleep(2.5)
         assert proc.poll() is None
         err = _interrupt(proc, 10)
@@ -242,11 +241,8 @@ def test_a_ctrl_c_while_the_script_still_loads_gives_the_same_one_line(tmp_path,
     steps of 0.05 s found no other ending, session 42).  Before the launcher's first lines run (the
     interpreter starting: tens of milliseconds, more on a loaded machine) Python's own handling
     remains; the full suite once caught that window at 0.05 s, so the earliest point here is 0.3 s."""
-    script = Path(sys.executable).with_name("imaginebench")
-    env = {**os.environ, "IMAGINEBENCH_HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([str(script), "data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes",
-                             "3000"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = _start(["data", "collect", "--env", "CLEVR-v0", "--profile", "tiny", "--episodes", "3000"], tmp_path,
+                  script=True)
     time.sleep(after_s)
     err = _interrupt(proc, 10)
     assert proc.returncode == 130, err

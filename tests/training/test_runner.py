@@ -98,7 +98,7 @@ def test_every_domain_cards_algorithm_settings_make_a_valid_config_of_a_fitting_
         card = domain_class(env_id)
         for name, settings in card.algo_defaults.items():
             spec = get_spec(name)
-            assert spec.config_cls.discrete == card.discrete_actions, (env_id, name)
+            assert spec.discrete == card.discrete_actions, (env_id, name)
             config = spec.default_config(**dict(settings))
             assert {k: getattr(config, k) for k in settings} == dict(settings), (env_id, name)
     assert dict(domain_class("LIBERO-v0").algo_defaults["td3bc"]) == {"action_scaling": "minmax", "alpha": 0.25}
