@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 import typer
@@ -29,10 +30,8 @@ def results(
 ) -> None:
     """The published rows shipped with the package (imaginebench.reference_results) as a table:
     success over seeds (mean ± std), normalised score (0 chance, 100 expert), and the version and
-    commit that measured them; rows measured at a domain's older sizes say so."""
-    import json
-
-
+    commit that measured them; rows measured at a domain's older sizes, or before its card changed
+    the algorithm's settings, say so."""
     if baselines:
         if env or level or algo or data or as_json:
             raise UsageError("--baselines shows the whole side-by-side table; drop --env, --level, --algo, --data "

@@ -106,7 +106,8 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, comm
             "seeds": seeds, "n": len(recs), "mean": float(scores.mean()),
             "std": float(scores.std(ddof=1)) if len(recs) > 1 else None,
             "normalised": (float(np.mean(normalised)) if all(v is not None for v in normalised) else None),
-            "steps": int(recs[0]["steps"]), "real_episodes": _real_episodes(recs[0]), "eval_episodes_per_task": int(recs[0]["eval"]["episodes_per_task"])
+            "steps": int(recs[0]["steps"]), "real_episodes": _real_episodes(recs[0]),
+            "algorithm_config": dict(recs[0].get("config", {}).get("algorithm", {})), "eval_episodes_per_task": int(recs[0]["eval"]["episodes_per_task"])
             if isinstance(recs[0].get("eval"), dict) and "episodes_per_task" in recs[0]["eval"]
             else int(recs[0]["settings"]["eval_episodes_per_task"]),
             "version": recs[0]["versions"]["imaginebench"], "commit": commit, "measured_on": measured_on,
@@ -125,17 +126,56 @@ def _real_episodes(record: Mapping[str, Any]) -> int | None:
     return None
 
 
+def card_settings_changed(row: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The algorithm settings the row's domain card now sets (``Domain.algo_defaults``) that the
+    row was measured without: ``{field: (value then, value now)}``.  A row that does not carry its
+    ``algorithm_config`` (published before rows did) was measured with the algorithm's own
+    defaults, as every run was before cards set any."""
+    try:
+        card = domain_class(row["env"])
+        algorithm = row["algorithm"].partition("@")[0]
+        now = dict(card.algo_defaults.get(algorithm, {}))
+        then = row.get("algorithm_config") or {}
+        defaults = get_spec(algorithm).default_config() if now else None
+    except (KeyError, ValueError, UsageError):  # an env or algorithm this install does not know
+        return {}
+    changed = {}
+    for field, value in now.items():
+        old = then[field] if field in then else getattr(defaults, field, None)
+        if old != value:
+            changed[field] = (old, value)
+    return changed
+
+
 def is_current(row: Mapping[str, Any]) -> bool:
     """Whether ``row`` was measured at its profile's present sizes (real train episodes and
-    gradient steps, :meth:`imaginebench.config.Profile.episodes` / ``steps_for``): a domain resized
-    after a row was published leaves that row standing, marked as measured at the old size."""
+    gradient steps, :meth:`imaginebench.config.Profile.episodes` / ``steps_for``) and with the
+    algorithm settings its domain card now sets (:func:`card_settings_changed`): a domain resized
+    or re-tuned after a row was published leaves that row standing, marked as measured before."""
     prof = get_profile(row.get("profile", "small"))
     try:
         card = domain_class(row["env"])
         real, steps = prof.episodes(card, "real", "train"), prof.steps_for(card)
     except (KeyError, ValueError):  # an env this install does not know
         return True
-    return row.get("real_episodes") in (None, real) and int(row["steps"]) == steps
+    return (row.get("real_episodes") in (None, real) and int(row["steps"]) == steps
+            and not card_settings_changed(row))
+
+
+def _staleness(row: Mapping[str, Any]) -> str:
+    """Why a row is not current, for a table: its older sizes and/or older card settings."""
+    if is_current(row):
+        return ""
+    why = []
+    prof = get_profile(row.get("profile", "small"))
+    card = domain_class(row["env"])
+    if row.get("real_episodes") not in (None, prof.episodes(card, "real", "train")) or \
+            int(row["steps"]) != prof.steps_for(card):
+        why.append(f"real {row.get('real_episodes')}, {row['steps']} steps: older sizes")
+    changed = card_settings_changed(row)
+    if changed:
+        why.append("older settings: " + ", ".join(f"{k} {a} (now {b})" for k, (a, b) in changed.items()))
+    return f" ({'; '.join(why)})"
 
 
 ROW_KEY = ("env", "level", "algorithm", "data")
@@ -163,7 +203,7 @@ def format_rows(rows: Iterable[Mapping[str, Any]]) -> str:
     for r in rows:
         spread = f" ± {100 * r['std']:.1f}" if r.get("std") is not None else ""
         norm = f"{round(r['normalised']):d}" if r.get("normalised") is not None else "–"  # no "-0"
-        old = "" if is_current(r) else f" (real {r.get('real_episodes')}, {r['steps']} steps: older sizes)"
+        old = _staleness(r)
         lines.append(f"| {r['env']} | {r['level']} | {r['algorithm']} | {r['data_label']}{old} | {r['n']} | "
                      f"{100 * r['mean']:.1f}{spread} | {norm} | {r['version']} ({r['commit'][:7]}) |")
     return "\n".join(lines)
