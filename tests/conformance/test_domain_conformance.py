@@ -30,17 +30,16 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from functools import lru_cache
 
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import imaginebench
-from imaginebench.data import collect
 from imaginebench.data.dataset import EpisodeDataset
 from imaginebench.envs import registry
 from imaginebench.envs.registry import ENV_IDS, env_spec, load_domain
+from tests.expert_episodes import expert_episodes, group
 from tests.gl import run_drawing_check
 
 UNBOUNDED_WARNINGS = ("A Box observation space minimum value is -infinity",
@@ -78,14 +77,16 @@ def installed(env_id: str) -> bool:
 
 
 def env_ids():
-    return [pytest.param(e, marks=pytest.mark.skipif(not installed(e), reason=f"extra {env_spec(e).extra!r} "
-                                                     "not installed")) for e in ENV_IDS] + [TOY.env_id]
+    """Every registered domain, then the toy one; a domain's tests run in one worker (its group)
+    so its expert episodes are collected once."""
+    return [pytest.param(e, marks=[pytest.mark.skipif(not installed(e), reason=f"extra {env_spec(e).extra!r} "
+                                                      "not installed"), group(e)]) for e in ENV_IDS] + \
+        [pytest.param(TOY.env_id, marks=group(TOY.env_id))]
 
 
-@lru_cache(maxsize=None)
 def expert_data(env_id: str) -> EpisodeDataset:
-    """Real train-level rollouts, one per task round-robin from fixed seeds (built once per run)."""
-    return collect(env_id, "train", TRAIN_EPISODES, seed=7, progress=False)
+    """Real train-level rollouts, one per task round-robin from fixed seeds (built once per worker)."""
+    return expert_episodes(env_id, "train", TRAIN_EPISODES, seed=7)
 
 
 @pytest.mark.parametrize("env_id", env_ids())

@@ -15,6 +15,7 @@ from imaginebench.domains.libero import success as S  # noqa: E402
 from imaginebench.domains.libero.domain import JOINT_LIMITS, LiberoDomain, legality_errors  # noqa: E402
 from imaginebench.domains.libero.env import LiberoEnv  # noqa: E402
 from imaginebench.domains.libero.tasks import HORIZONS, start_of  # noqa: E402
+from tests.expert_episodes import expert_episodes, group  # noqa: E402
 
 DOMAIN = LiberoDomain()
 TRAIN = ("pick_soup", "pick_cheese", "pick_dressing", "place_soup", "place_cheese", "place_dressing")
@@ -316,13 +317,13 @@ def test_expert_solves_one_episode_per_family(envs, level, name):
     assert DOMAIN.success(DOMAIN.task(name), obs, env.progress)
 
 
+@group("LIBERO-v0")
 def test_real_expert_rollouts_pass_the_quality_checks():
     """The transition tolerance (0.05) and the legality check are measured on real data: expert
     rollouts of a pick and a place task re-simulate within tolerance and are legal."""
-    from imaginebench.data.collect import collect
     from imaginebench.imagination.quality import check_rollouts, transition_tolerance
 
-    data = collect("LIBERO-v0", "train", 4, seed=5, progress=False)  # three picks and a place
+    data = expert_episodes("LIBERO-v0", "train", 4)  # three picks and a place (the conformance suite's first 4)
     report = check_rollouts("LIBERO-v0", "train", data, replay=False).report
     assert report.episodes == 4 and "place_soup" in data.tasks
     assert report.transition_correctness == 1.0 and report.legality == 1.0 and report.consistency == 1.0

@@ -48,6 +48,7 @@ REAL_EPISODES = ("basket_all", "aside_cheese")
 in the basket in turn (every latch closes), and one set down aside.  One episode per task of
 every level costs ~85 s here (a LIBERO env takes ~5 s to build and ~20 ms a step); these two
 ~15 s, and every task scores them (:func:`cross_tasks`)."""
+pytestmark = pytest.mark.xdist_group("libero-batch")  # the module's simulator rows are made once, in one worker
 
 
 # ---------------------------------------------------------------------------- states
