@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -68,3 +69,25 @@ def test_seeds_at_different_steps_train_in_groups(toy_data):
     results = train_seeds(specs, progress=False)
     assert [r.resumed_from for r in results] == [20, 0, 0]
     assert [r.record["timing"]["stacked_seeds"] for r in results] == [1, 2, 2]
+
+
+@pytest.mark.parametrize("stack", [True, False])
+def test_evaluating_only_the_scored_checkpoints_gives_the_same_score(toy_data, stack):
+    """``curve=False`` evaluates the last five checkpoints only: the score, per-task success and
+    those checkpoints' evaluations equal a full-curve run's (evaluation episodes are fixed per seed),
+    including the followers of a shared training (real only and retrieval)."""
+    cells = [("easy", "real"), ("easy", "real-retrieval")]
+    full = [RunSpec("Toy-v0", "discrete_bc", level=lv, data=d, seed=s, **{**SMALL, "train_steps": 80})
+            for s in (0, 1) for lv, d in cells]
+    curves = train_seeds(full, stack=stack, progress=False)
+    for spec in full:
+        shutil.rmtree(run_dir(spec))
+    scored = [replace(spec, curve=False) for spec in full]
+    steps = []
+    short = train_seeds(scored, stack=stack, progress=False, on_checkpoint=lambda step, entry: steps.append(step))
+    assert sorted(set(steps)) == full[0].checkpoint_steps() and len(full[0].checkpoint_steps()) == 8
+    for a, b in zip(curves, short):
+        assert a.record["score"] == b.record["score"] and a.record["per_task"] == b.record["per_task"]
+        assert [c["step"] for c in b.record["curve"]] == full[0].checkpoint_steps()[-5:]
+        assert comparable(a.record)["curve"][-5:] == comparable(b.record)["curve"]
+        assert (a.record["eval"]["checkpoints"], b.record["eval"]["checkpoints"]) == ("every", "scored")

@@ -195,7 +195,7 @@ def training_key(spec: RunSpec, algo_name: str) -> tuple[Any, ...] | None:
     trains and the others follow it (:func:`train_seeds`)."""
     if spec.data_tag not in ("real", "real-retrieval"):
         return None
-    return (spec.env_id, algo_name, spec.tag, spec.profile_name, spec.seed, repr(spec.settings()))
+    return (spec.env_id, algo_name, spec.tag, spec.profile_name, spec.seed, repr(spec.settings()), spec.curve)
 
 
 def _evaluate(run: _Run, policy: Any, done: dict[tuple[str, bool], dict[str, Any]]) -> dict[str, Any]:
@@ -212,17 +212,20 @@ def _evaluate(run: _Run, policy: Any, done: dict[tuple[str, bool], dict[str, Any
 
 def _checkpoint(run: _Run, loss: dict[str, float], torch_rng,
                 on_checkpoint: Callable[[int, dict[str, Any]], None] | None) -> dict[str, Any]:
-    """Evaluate ``run`` (and its followers) at its current step, append to the curves and save
-    the checkpoints."""
-    policy = d3rlpy_policy(run.algo)
+    """Evaluate ``run`` (and its followers) at its current step (unless the run evaluates only its
+    scored checkpoints and this is not one: :meth:`RunSpec.evaluates_at`), append the evaluation
+    to the curves and save the checkpoints."""
+    evaluated = run.spec.evaluates_at(run.step)
+    policy = d3rlpy_policy(run.algo) if evaluated else None
     done: dict[tuple[str, bool], dict[str, Any]] = {}
     for member in (run, *run.followers):
         t0 = time.perf_counter()
         member.step, member.elapsed["train"] = run.step, run.elapsed["train"]
         entry: dict[str, Any] = {"step": run.step, "loss": {k: float(v) for k, v in loss.items()},
-                                 **_evaluate(member, policy, done)}
+                                 **(_evaluate(member, policy, done) if evaluated else {})}
         member.elapsed["eval"] += time.perf_counter() - t0
-        member.curve.append(entry)
+        if evaluated:
+            member.curve.append(entry)
         member.folder.save_checkpoint(_checkpoint_state(member, torch_rng))
         if member is run:
             first = entry
@@ -272,7 +275,7 @@ def _train_alone(run: _Run, progress: bool, on_checkpoint) -> None:
             run.step += chunk
             bar.update(chunk)
             entry = _checkpoint(run, loss, torch.get_rng_state(), on_checkpoint)
-            bar.set_postfix({lv: f"{entry[lv]['success']:.0%}" for lv in run.evaluators})
+            bar.set_postfix({lv: f"{entry[lv]['success']:.0%}" for lv in run.evaluators if lv in entry})
     finally:
         bar.close()
 
@@ -317,8 +320,10 @@ def _train_stacked(runs: list[_Run], progress: bool, on_checkpoint) -> None:
                 run.elapsed["train"] += dt
                 run.step += chunk
                 entry = _checkpoint(run, loss, generator.get_state(), on_checkpoint)
-                post[f"s{run.spec.seed}"] = f"{entry[run.spec.level]['success']:.0%}"
-            bar.set_postfix(post)
+                if run.spec.level in entry:
+                    post[f"s{run.spec.seed}"] = f"{entry[run.spec.level]['success']:.0%}"
+            if post:
+                bar.set_postfix(post)
     finally:
         bar.close()
 

@@ -18,6 +18,7 @@ from imaginebench.config import Profile, get_profile
 from imaginebench.domains.base import check_level
 from imaginebench.envs.registry import domain_class, load_domain
 from imaginebench.errors import UsageError, choice_error
+from imaginebench.evaluation.protocol import LAST_CHECKPOINTS
 from imaginebench.evaluation.records import runs_root
 from imaginebench.language.encoders import DEFAULT_ENCODER
 from imaginebench.run_folder import RunFolder
@@ -61,6 +62,10 @@ class RunSpec:
         eval_pool: environments stepped together during evaluation.
         tag: a name for a non-default variant (e.g. ``"nostd"``); runs with a tag live in
             ``<algo>@<tag>`` so they never collide with the default runs.
+        curve: evaluate at every checkpoint (the learning curve in the record); ``False``: only
+            at the last five, the ones the score averages.  The score is the same either way
+            (a seed's evaluation episodes are the same at every checkpoint); a 10-checkpoint run
+            spends half the evaluation time, which dominates on slow simulators (LIBERO).
     """
 
     env_id: str
@@ -79,6 +84,7 @@ class RunSpec:
     algo_options: tuple[tuple[str, Any], ...] = ()
     eval_pool: int = 16
     tag: str | None = None
+    curve: bool = True
 
     def __post_init__(self) -> None:
         check_level(self.level)
@@ -126,6 +132,15 @@ class RunSpec:
     @property
     def batch(self) -> int:
         return self.batch_size or self.profile_obj.batch_size
+
+    def checkpoint_steps(self) -> list[int]:
+        """The steps a checkpoint is taken at: every :attr:`every` steps, and the last step."""
+        return [*range(self.every, self.steps, self.every), self.steps]
+
+    def evaluates_at(self, step: int) -> bool:
+        """Whether the checkpoint at ``step`` is evaluated: all of them with :attr:`curve`, else
+        the last :data:`~imaginebench.evaluation.protocol.LAST_CHECKPOINTS` (the scored ones)."""
+        return self.curve or step in self.checkpoint_steps()[-LAST_CHECKPOINTS:]
 
     def settings(self) -> dict[str, Any]:
         """Everything besides the folder's identity that changes a run's results."""
