@@ -57,6 +57,20 @@ def test_run_ids_are_stable_and_follow_the_settings(toy_envs, monkeypatch):
     assert GridSpec(envs=("Toy-v0",), algos=("bc",)).profile == "tiny"
 
 
+def test_a_grid_without_curves_keeps_its_run_ids_and_evaluates_five_checkpoints(toy_envs):
+    """``curve=False`` changes no result (the same run ids and folders), only which checkpoints
+    are evaluated: the five the score averages, and the cost estimate counts those."""
+    full, scored = toy_grid(train_steps=80).plan().runs, toy_grid(train_steps=80, curve=False).plan().runs
+    assert [r.run_id for r in full] == [r.run_id for r in scored]
+    spec = scored[0].spec
+    assert not spec.curve and full[0].spec.curve and scored[0].config["spec"]["curve"] is False
+    assert spec.checkpoint_steps() == [10, 20, 30, 40, 50, 60, 70, 80]
+    assert [s for s in spec.checkpoint_steps() if spec.evaluates_at(s)] == [40, 50, 60, 70, 80]
+    assert (spec.evaluated_checkpoints, full[0].spec.evaluated_checkpoints) == (5, 8)
+    odd = toy_grid(train_steps=75, curve=False).plan().runs[0].spec  # the last checkpoint comes early
+    assert [s for s in odd.checkpoint_steps() if odd.evaluates_at(s)] == [40, 50, 60, 70, 75]
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"envs": ("CLEVR-v1",)}, "Unknown environment id 'CLEVR-v1'. Did you mean 'CLEVR-v0'?"),
     ({"algos": ("ppo",)}, "Unknown algorithm 'ppo'. Valid choices: bc"),

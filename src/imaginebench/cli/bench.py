@@ -46,6 +46,9 @@ def bench(
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Override the profile's "
                                                    "checkpoint interval."),
     eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", help="Override evaluation episodes per task."),
+    curve: bool = typer.Option(GridSpec.curve, "--curve/--no-curve", help="Evaluate every checkpoint (the "
+                               "learning curves) or, with --no-curve, only the last five that the scores average: "
+                               "the same scores for about half the evaluation time."),
     retries: int = typer.Option(1, "--retries", help="Extra attempts for a failed run (not for errors that would "
                                 "recur: missing data, bad settings)."),
     lease: float = typer.Option(60.0, "--lease", help="Seconds another grid's claim on a run stays valid without its "
@@ -67,7 +70,7 @@ def bench(
         raise UsageError(f"Unexpected arguments: {' '.join(ctx.args)}.")
     grid = GridSpec(envs=_list(envs), algos=_list(algos), levels=_list(levels), data=_list(data),
                     seeds=_seeds(seeds, list(ctx.args)) if seeds else None, profile=profile, train_steps=steps,
-                    checkpoint_every=checkpoint_every, eval_episodes_per_task=eval_episodes)
+                    checkpoint_every=checkpoint_every, eval_episodes_per_task=eval_episodes, curve=curve)
     plan = grid.plan()  # unknown names and senseless combinations fail here, before the store is made
     import_ray()
     check_grid_options(address=address, num_cpus=cpus, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,

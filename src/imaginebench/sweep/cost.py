@@ -279,7 +279,7 @@ def _estimate(specs: Iterable[RunSpec], cache: RateCache, seconds: float) -> Gri
         key = f"update v{RATES_VERSION} {resolved.env_id} {resolved.algo.name} {spec.batch} {dim} {spec.standardize} {options}"
         rate = cache.get(key, lambda: measure_update_rate(spec, dim, seconds))
         run_train = spec.steps / rate
-        checkpoints = -(-spec.steps // spec.every)
+        checkpoints = spec.evaluated_checkpoints
         run_eval = 0.0
         for level in eval_levels(spec.level):
             ekey = f"eval {resolved.env_id} {level} {spec.episodes_per_task} {spec.eval_pool}"

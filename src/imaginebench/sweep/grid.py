@@ -92,6 +92,8 @@ class GridSpec:
         train_steps, checkpoint_every, eval_episodes_per_task, batch_size: profile overrides.
         encoder: instruction encoder name (``None``: the default encoder).
         algo_options: ``(field, value)`` overrides of every algorithm's default config.
+        curve: evaluate every checkpoint; ``False``: only the five the score averages
+            (:attr:`imaginebench.training.RunSpec.curve`; the same scores).
     """
 
     envs: tuple[str, ...]
@@ -106,6 +108,7 @@ class GridSpec:
     batch_size: int | None = None
     encoder: str | None = None
     algo_options: tuple[tuple[str, Any], ...] = field(default=())
+    curve: bool = True
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -185,7 +188,7 @@ class GridSpec:
         return RunSpec(env, algo, level=level, seed=seed, profile=self.profile, data=data, encoder=self.encoder,
                        train_steps=self.train_steps, checkpoint_every=self.checkpoint_every,
                        eval_episodes_per_task=self.eval_episodes_per_task, batch_size=self.batch_size,
-                       algo_options=self.algo_options)
+                       algo_options=self.algo_options, curve=self.curve)
 
 
 def _spec_dict(spec: RunSpec) -> dict[str, Any]:

@@ -137,10 +137,18 @@ class RunSpec:
         """The steps a checkpoint is taken at: every :attr:`every` steps, and the last step."""
         return [*range(self.every, self.steps, self.every), self.steps]
 
+    @property
+    def evaluated_checkpoints(self) -> int:
+        """How many checkpoints are evaluated: all with :attr:`curve`, else the scored ones."""
+        total = -(-self.steps // self.every)
+        return total if self.curve else min(total, LAST_CHECKPOINTS)
+
     def evaluates_at(self, step: int) -> bool:
         """Whether the checkpoint at ``step`` is evaluated: all of them with :attr:`curve`, else
         the last :data:`~imaginebench.evaluation.protocol.LAST_CHECKPOINTS` (the scored ones)."""
-        return self.curve or step in self.checkpoint_steps()[-LAST_CHECKPOINTS:]
+        total = -(-self.steps // self.every)
+        index = total if step >= self.steps else step // self.every  # 1-based
+        return self.curve or index > total - LAST_CHECKPOINTS
 
     def settings(self) -> dict[str, Any]:
         """Everything besides the folder's identity that changes a run's results."""
