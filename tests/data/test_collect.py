@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +123,26 @@ def test_build_real_removes_its_kept_chunks_once_the_dataset_is_written():
     path = build_real("CLEVR-v0", "train", "tiny", episodes=60, progress=False)
     assert path.exists()
     assert not list((data_home() / "cache" / "collect").rglob("*.npz"))
+
+
+def test_the_code_digest_reads_code_not_docstrings_or_comments(tmp_path, monkeypatch):
+    """A collection's kept chunks survive an edited docstring, comment or layout in the domain's
+    folder, and not a changed line of code."""
+    import importlib
+    import shutil
+
+    from imaginebench.envs.registry import load_domain
+
+    collect_module = importlib.import_module("imaginebench.data.collect")
+
+    domain = load_domain("CLEVR-v0")
+    folder = tmp_path / "clevr"
+    shutil.copytree(Path(collect_module.__file__).parents[1] / "domains" / "clevr", folder)
+    module = folder / "tasks.py"
+    monkeypatch.setattr(collect_module.inspect, "getfile", lambda _: str(folder / "domain.py"))
+    before = collect_module.code_digest(domain)
+    text = module.read_text()
+    module.write_text(text.replace('"""', '"""Edited. ', 1) + "\n# a comment\n\n\n")
+    assert collect_module.code_digest(domain) == before
+    module.write_text(text + "\nEXTRA = 1\n")
+    assert collect_module.code_digest(domain) != before

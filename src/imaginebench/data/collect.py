@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import shutil
@@ -77,13 +78,31 @@ def _chunks(n: int) -> Iterator[tuple[int, int]]:
 
 def code_digest(domain: Any) -> str:
     """SHA-256 (16 hex digits) of the code an episode depends on: the domain's folder (tasks,
-    success rules, expert, env) and this module, so chunks kept from older code are not reused."""
+    success rules, expert, env) and this module, so chunks kept from older code are not reused.
+    Read as code (:func:`_code_only`): an edited docstring, comment or layout keeps the chunks."""
     h = hashlib.sha256()
     folder = Path(inspect.getfile(type(domain))).parent
     for path in sorted(folder.glob("*.py")) + [Path(__file__)]:
         h.update(path.name.encode())
-        h.update(path.read_bytes())
+        h.update(_code_only(path))
     return h.hexdigest()[:16]
+
+
+def _code_only(path: Path) -> bytes:
+    """``path``'s syntax tree without docstrings and other bare strings (no-ops), comments or
+    layout; the file's bytes where it does not parse."""
+    source = path.read_bytes()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [n for n in body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+                                            and isinstance(n.value.value, str))]
+            node.body = kept or [ast.Pass()]
+    return ast.dump(tree).encode()
 
 
 def chunk_folder(root: Path, domain: Any, level: str, seed: int, policy: str) -> Path:
