@@ -107,7 +107,8 @@ def rows_from_records(records: Iterable[Mapping[str, Any]], *, commit: str, comm
             "std": float(scores.std(ddof=1)) if len(recs) > 1 else None,
             "normalised": (float(np.mean(normalised)) if all(v is not None for v in normalised) else None),
             "steps": int(recs[0]["steps"]), "real_episodes": _real_episodes(recs[0]),
-            "algorithm_config": dict(recs[0].get("config", {}).get("algorithm", {})), "eval_episodes_per_task": int(recs[0]["eval"]["episodes_per_task"])
+            "algorithm_config": dict(recs[0].get("config", {}).get("algorithm", {})),
+            "eval_episodes_per_task": int(recs[0]["eval"]["episodes_per_task"])
             if isinstance(recs[0].get("eval"), dict) and "episodes_per_task" in recs[0]["eval"]
             else int(recs[0]["settings"]["eval_episodes_per_task"]),
             "version": recs[0]["versions"]["imaginebench"], "commit": commit, "measured_on": measured_on,
