@@ -42,12 +42,16 @@ class SettingsClash(UsageError):
 
 
 def check_settings(found: Mapping[str, Any] | None, wanted: Mapping[str, Any], where: Path | str,
-                   what: str = "run", remedy: str | None = None) -> None:
+                   what: str = "run", remedy: str | None = None, absent: Mapping[str, Any] | None = None) -> None:
     """Raise :class:`SettingsClash` naming every setting of ``wanted`` that ``found`` holds
-    differently (``found`` ``None``: nothing recorded, nothing to compare)."""
+    differently (``found`` ``None``: nothing recorded, nothing to compare).  ``absent``: the value a
+    setting that ``found`` does not name had (a field added since, at the default that keeps the
+    old behaviour); without it a setting ``found`` lacks counts as ``None``."""
     if found is None:
         return
-    diff = ", ".join(f"{k} {found.get(k)!r} there vs {wanted[k]!r} now" for k in wanted if found.get(k) != wanted[k])
+    absent = absent or {}
+    have = {k: found[k] if k in found else absent.get(k) for k in wanted}
+    diff = ", ".join(f"{k} {have[k]!r} there vs {wanted[k]!r} now" for k in wanted if have[k] != wanted[k])
     if not diff:
         return
     remedy = remedy or (f"Give this {what} a --tag (e.g. --tag variant) so both are kept; the {what} there is left "
@@ -82,9 +86,10 @@ class RunFolder:
     def read_record(self) -> dict[str, Any]:
         return read_record(self.record_path)
 
-    def check(self, found: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> None:
+    def check(self, found: Mapping[str, Any] | None, wanted: Mapping[str, Any],
+              absent: Mapping[str, Any] | None = None) -> None:
         """:func:`check_settings` for this folder."""
-        check_settings(found, wanted, self.path, self.what)
+        check_settings(found, wanted, self.path, self.what, absent=absent)
 
     def open(self) -> WriterLock:
         """Make the folder ready to write and take its writer lock (:class:`~imaginebench.fileio.
@@ -122,8 +127,8 @@ class RunFolder:
         with atomic_path(self.checkpoint_path) as tmp:
             torch.save(state, tmp)
 
-    def load_checkpoint(self, wanted: Mapping[str, Any],
-                        restore: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    def load_checkpoint(self, wanted: Mapping[str, Any], restore: Callable[[dict[str, Any]], None] | None = None,
+                        absent: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The checkpoint's state, its model bytes checked against their SHA-256 and its settings
         against ``wanted``, then handed to ``restore`` (which loads it into the run); a damaged
         file, or one ``restore`` cannot load, is a one-line error naming what to delete."""
@@ -137,7 +142,7 @@ class RunFolder:
                 raise ValueError("the model and optimiser bytes do not match their SHA-256")
         except Exception as exc:  # a damaged checkpoint is an error, never silently ignored
             raise damaged(exc) from None
-        self.check(state.get("settings"), wanted)
+        self.check(state.get("settings"), wanted, absent)
         if restore is not None:
             try:
                 restore(state)

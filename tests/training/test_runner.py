@@ -196,6 +196,30 @@ def test_other_settings_need_a_tag(toy_data):
     assert first.record["settings"]["standardize"] == "all" and tagged.record["settings"]["standardize"] == "none"
 
 
+def test_a_run_made_before_an_algorithm_field_existed_is_still_finished_unless_the_field_now_differs(
+        toy_data, monkeypatch):
+    """A record (or checkpoint) written before a config field was added does not name it: it ran
+    at the field's default, so the finished run is skipped; a card that now sets the field to
+    something else is a clash, as any other change of settings."""
+    import json
+    from types import MappingProxyType
+
+    from imaginebench.evaluation.records import RECORD_NAME
+    from tests.algos.helpers import ToyContDomain
+
+    spec = RunSpec("ToyCont-v0", "bc", seed=5, **SMALL)
+    first = train(spec, progress=False)
+    record_path = first.path / RECORD_NAME
+    record = json.loads(record_path.read_text())
+    assert record["config"]["algorithm"].pop("lr_decay") == "none"  # as made before lr_decay existed
+    record_path.write_text(json.dumps(record))
+    again = train(spec, progress=False)
+    assert again.skipped and again.record["score"] == first.record["score"]
+    monkeypatch.setattr(ToyContDomain, "algo_defaults", MappingProxyType({"bc": {"lr_decay": "cosine"}}))
+    with pytest.raises(ValueError, match=r"other settings \(algorithm lr_decay 'none' there vs 'cosine' now\)"):
+        train(spec, progress=False)
+
+
 def test_settings_name_the_resolved_encoder(toy_envs):
     from imaginebench.language import DEFAULT_ENCODER
 

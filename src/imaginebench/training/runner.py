@@ -33,6 +33,13 @@ def _wanted_settings(spec: RunSpec, algorithm: dict[str, Any]) -> dict[str, Any]
     return {**spec.settings(), **{f"algorithm {k}": v for k, v in algorithm.items()}}
 
 
+def _absent_settings(algo_spec: Any) -> dict[str, Any]:
+    """What an algorithm field a record or checkpoint does not name was when it was made: the
+    algorithm's own default (a field is added at the default that keeps the old behaviour), so
+    a finished run does not clash with a package that has grown a field since."""
+    return {f"algorithm {k}": v for k, v in algo_spec.default_config().to_dict().items()}
+
+
 def _recorded_settings(record: dict[str, Any]) -> dict[str, Any] | None:
     found = record.get("settings")
     if found is None:
@@ -68,9 +75,9 @@ def _checkpoint_state(run: "_Run", torch_rng) -> dict[str, Any]:
 def _resume(run: "_Run") -> None:
     import torch
 
-
     state = run.folder.load_checkpoint(_wanted_settings(run.spec, run.config.to_dict()),
-                                       restore=lambda st: load_impl_state(run.algo.impl, st["model"]))
+                                       restore=lambda st: load_impl_state(run.algo.impl, st["model"]),
+                                       absent=_absent_settings(run.resolved.algo))
     run.algo.set_grad_step(int(state["grad_step"]))
     run.source.rng.bit_generator.state = state["sampler_rng"]
     torch.set_rng_state(state["torch_rng"])
@@ -138,7 +145,7 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
     config = resolved.config()
     if folder.finished:
         record = folder.read_record()
-        folder.check(_recorded_settings(record), _wanted_settings(spec, config.to_dict()))
+        folder.check(_recorded_settings(record), _wanted_settings(spec, config.to_dict()), _absent_settings(algo_spec))
         return RunResult(record, folder.path, skipped=True)
 
     # sizes that cannot fit are refused before anything is loaded, encoded or written
