@@ -165,9 +165,9 @@ class LiberoDomain(Domain):
 
     ``small`` keeps a tenth of the real set (2,978 episodes): BC's learning curve is flat past it
     (train level, 3 seeds, 20,000 steps, last-five mean: 2,978 episodes 65.0, 6,000 episodes 66.1;
-    final networks 72 and 75), every miss on a pick, most on the soup can, where the policy's
-    gripper output flips sign 7-26 times an episode against the expert's once (notes/libero.md
-    "Session 46").  Under the 80 asked of every domain: measured, not reached by more data."""
+    final networks 72 and 75), every miss on a pick, most on the soup can, where the policy first
+    closes at the dressing's grasp distance and its gripper output then flips sign 7-26 times an
+    episode against the expert's once (notes/libero.md "Session 46").  Under the 80 asked of every domain: measured, not reached by more data."""
     algo_defaults: ClassVar[Mapping[str, Mapping[str, object]]] = MappingProxyType(
         {"bc": MappingProxyType({"lr_decay": "cosine"}),
          "td3bc": MappingProxyType({"action_scaling": "minmax", "alpha": 0.25})})
