@@ -32,7 +32,8 @@ from tests.domains.test_outcome_batch import each_task_decides_both_ways, legali
 from tests.domains.test_outcome_batch import outcome_rows_agree
 
 pytestmark = [pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning"),  # robosuite
-              pytest.mark.filterwarnings("ignore::RuntimeWarning")]  # the per-row code on non-finite rows
+              pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # the per-row code on non-finite rows
+              pytest.mark.xdist_group("libero-batch")]  # the module's simulator rows are made once, in one worker
 
 DOMAIN = LiberoDomain()
 """Built directly: the env needs ``libero``/``robosuite``, which only the real rows need."""
@@ -48,7 +49,6 @@ REAL_EPISODES = ("basket_all", "aside_cheese")
 in the basket in turn (every latch closes), and one set down aside.  One episode per task of
 every level costs ~85 s here (a LIBERO env takes ~5 s to build and ~20 ms a step); these two
 ~15 s, and every task scores them (:func:`cross_tasks`)."""
-pytestmark = pytest.mark.xdist_group("libero-batch")  # the module's simulator rows are made once, in one worker
 
 
 # ---------------------------------------------------------------------------- states
