@@ -148,35 +148,33 @@ def card_settings_changed(row: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
     return changed
 
 
-def is_current(row: Mapping[str, Any]) -> bool:
-    """Whether ``row`` was measured at its profile's present sizes (real train episodes and
-    gradient steps, :meth:`imaginebench.config.Profile.episodes` / ``steps_for``) and with the
-    algorithm settings its domain card now sets (:func:`card_settings_changed`): a domain resized
-    or re-tuned after a row was published leaves that row standing, marked as measured before."""
+def _older_sizes(row: Mapping[str, Any]) -> bool:
+    """Whether ``row`` was measured at other sizes than its profile's present ones (real train
+    episodes, gradient steps); ``False`` for an env this install does not know."""
     prof = get_profile(row.get("profile", "small"))
     try:
         card = domain_class(row["env"])
         real, steps = prof.episodes(card, "real", "train"), prof.steps_for(card)
     except (KeyError, ValueError):  # an env this install does not know
-        return True
-    return (row.get("real_episodes") in (None, real) and int(row["steps"]) == steps
-            and not card_settings_changed(row))
+        return False
+    return row.get("real_episodes") not in (None, real) or int(row["steps"]) != steps
+
+
+def is_current(row: Mapping[str, Any]) -> bool:
+    """Whether ``row`` was measured at its profile's present sizes (real train episodes and
+    gradient steps, :meth:`imaginebench.config.Profile.episodes` / ``steps_for``) and with the
+    algorithm settings its domain card now sets (:func:`card_settings_changed`): a domain resized
+    or re-tuned after a row was published leaves that row standing, marked as measured before."""
+    return not _older_sizes(row) and not card_settings_changed(row)
 
 
 def _staleness(row: Mapping[str, Any]) -> str:
     """Why a row is not current, for a table: its older sizes and/or older card settings."""
-    if is_current(row):
-        return ""
-    why = []
-    prof = get_profile(row.get("profile", "small"))
-    card = domain_class(row["env"])
-    if row.get("real_episodes") not in (None, prof.episodes(card, "real", "train")) or \
-            int(row["steps"]) != prof.steps_for(card):
-        why.append(f"real {row.get('real_episodes')}, {row['steps']} steps: older sizes")
+    why = [f"real {row.get('real_episodes')}, {row['steps']} steps: older sizes"] if _older_sizes(row) else []
     changed = card_settings_changed(row)
     if changed:
         why.append("older settings: " + ", ".join(f"{k} {a} (now {b})" for k, (a, b) in changed.items()))
-    return f" ({'; '.join(why)})"
+    return f" ({'; '.join(why)})" if why else ""
 
 
 ROW_KEY = ("env", "level", "algorithm", "data")
