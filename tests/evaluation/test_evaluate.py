@@ -181,7 +181,7 @@ def test_published_rows_are_measured_rows_with_their_command_and_show_in_the_rep
     text = "\n".join(published_section([(env, "small")], [short]))
     steps = "/".join(f"{v:,}" for v in sorted({r["steps"] for r in rows if r["env"] == env}))
     assert (f"**Not comparable with the runs above**: they used 2,000 gradient steps (published: {steps}), "
-            "1 evaluation episodes per task (published: 2), 1 seeds (published: 3)") in text
+            "1 evaluation episode per task (published: 2), 1 seed (published: 3)") in text
     published_steps = int(rows[0]["steps"])
     same = Cell(env, "small", rows[0]["level"], "real", rows[0]["algorithm"], "BC", scores=[0.5, 0.4, 0.3],
                 seeds=[0, 1, 2], steps=published_steps, step_counts={published_steps},

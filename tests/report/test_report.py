@@ -118,3 +118,11 @@ def test_mixed_step_counts_are_stated_per_cell():
     assert "| BC | real + imaginary (honest filter) | 50.0 (n=1) @100 steps | 50.0 (n=1) @100 steps |" in text
     # a table whose cells share one count says it once, in its header
     assert "profile `tiny`, 100 gradient steps" in text and "| BC (`bc`) | 50.0 (n=1) | 50.0 (n=1) |" in text
+
+
+def test_one_seed_shows_no_spread_in_either_column():
+    (cell,) = aggregate([_record("E", "hard", "imaginary", "bc", 0, 0.5, "BC")], references=False)
+    cell.normalised.append(42.25)
+    assert cell.text() == "50.0 (n=1)" and cell.normalised_text() == "42.2"
+    cell.normalised.append(44.25)
+    assert cell.normalised_text() == "43.2 ± 1.4"

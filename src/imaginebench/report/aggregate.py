@@ -85,12 +85,14 @@ class Cell:
         return out + (f" @{steps_text(self.step_counts)}" if show_steps else "")
 
     def normalised_text(self) -> str:
-        """Normalised score, mean ± std over seeds ("–" when undefined: expert not above chance)."""
+        """Normalised score, mean ± std over seeds ("–" when undefined: expert not above chance); one seed
+        has no spread to show."""
         values = [v for v in self.normalised if np.isfinite(v)]
         if not values or len(values) < len(self.normalised):
             return "–"
-        std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-        return f"{float(np.mean(values)):.1f} ± {std:.1f}"
+        if len(values) == 1:
+            return f"{values[0]:.1f}"
+        return f"{float(np.mean(values)):.1f} ± {float(np.std(values, ddof=1)):.1f}"
 
 
 def steps_text(counts: set[int]) -> str:

@@ -184,7 +184,13 @@ def _not_comparable(cells: list[Any], rows: list[dict[str, Any]]) -> str | None:
     theirs = {"gradient steps": {int(r["steps"]) for r in rows},
               "evaluation episodes per task": {int(r["eval_episodes_per_task"]) for r in rows},
               "seeds": {int(r["n"]) for r in rows}}
-    diffs = [f"{joined(ours[k])} {k} (published: {joined(theirs[k])})" for k in ours
+    singular = {"gradient steps": "gradient step", "evaluation episodes per task": "evaluation episode per task",
+                "seeds": "seed"}
+
+    def named(key: str, values: set[int]) -> str:
+        return singular[key] if values == {1} else key
+
+    diffs = [f"{joined(ours[k])} {named(k, ours[k])} (published: {joined(theirs[k])})" for k in ours
              if ours[k] and not ours[k] <= theirs[k]]
     if not diffs:
         return None
