@@ -186,12 +186,8 @@ def _not_comparable(cells: list[Any], rows: list[dict[str, Any]]) -> str | None:
               "seeds": {int(r["n"]) for r in rows}}
     singular = {"gradient steps": "gradient step", "evaluation episodes per task": "evaluation episode per task",
                 "seeds": "seed"}
-
-    def named(key: str, values: set[int]) -> str:
-        return singular[key] if values == {1} else key
-
-    diffs = [f"{joined(ours[k])} {named(k, ours[k])} (published: {joined(theirs[k])})" for k in ours
-             if ours[k] and not ours[k] <= theirs[k]]
+    diffs = [f"{joined(ours[k])} {singular[k] if ours[k] == {1} else k} (published: {joined(theirs[k])})"
+             for k in ours if ours[k] and not ours[k] <= theirs[k]]
     if not diffs:
         return None
     return ("**Not comparable with the runs above**: they used " + ", ".join(diffs) + "; rerun them with the "
