@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from imaginebench.sweep import GridSpec
+from imaginebench.sweep.ray_runner import finished_scores
 from tests.sweep.helpers import FAST, toy_grid
 
 
@@ -87,3 +88,9 @@ def test_validation_errors_are_one_line(toy_envs, kwargs, message):
     with pytest.raises(ValueError) as info:
         GridSpec(**args)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_finished_runs_line_names_the_target_level_first_then_train_and_the_wall_time():
+    record = {"score": {"train": 0.798, "rephrase": 0.858}, "timing": {"wall_time_s": 311.6}}
+    assert finished_scores(record) == "rephrase 85.8%, train 79.8%, 312 s"
+    assert finished_scores({"score": {"train": 0.5}}) == "train 50.0%"  # a record without timing

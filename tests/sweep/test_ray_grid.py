@@ -64,7 +64,12 @@ def test_grid_runs_on_local_ray(home, tmp_path, capsys):
     assert (summary.total, summary.done, summary.failed, summary.skipped) == (6, 6, 0, 0)
     assert summary.excluded == [("Toy-v0 discrete_bc train/real-upper-bound",
                                  "the Real upper bound needs a novel level")]
-    assert "done 6, running 0, failed 0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "done 6, running 0, failed 0" in err
+    finished = [line for line in err.splitlines() if line.startswith("finished ")]
+    assert len(finished) == 6  # one line per run, so a log that is not a terminal shows the grid move
+    assert any(line.startswith("finished Toy-v0 discrete_bc easy/real seed 1: easy ") and ", train " in line
+               for line in finished)
     rows = store.rows()
     assert len(rows) == 6 and {r["status"] for r in rows} == {"done"} and {r["attempts"] for r in rows} == {1}
     for row in rows:
