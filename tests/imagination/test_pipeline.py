@@ -184,6 +184,15 @@ def test_oracle_variant_leaves_the_honest_dataset_alone(real_data, data_home):
     assert len(oracle) == 3 and oracle.metadata["oracle"] is True and oracle.metadata["filter"] == "oracle"
     assert oracle.metadata["oracle_rule"] == "transitions"
 
+    # --oracle-rule replay judges the actions by their outcome only: the frozen state is not
+    # checked, and its expert actions still reach the goal in the simulator
+    res = CliRunner().invoke(app, ["imagine", "quality", "--env", ENV, "--profile", "tiny", "--level", "rephrase",
+                                   "--write-oracle", "--oracle-rule", "replay", "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert "oracle (replay) kept 4 of 4" in res.output
+    _, by_outcome = get_dataset(ENV, "rephrase", "tiny", variant="oracle")
+    assert by_outcome.metadata["oracle_rule"] == "replay" and len(by_outcome) == 4
+
     # --oracle-replay also asks the imagined actions to reach the goal in the simulator: an expert
     # rollout cut before its last step keeps correct, legal transitions but never reaches its goal
     cut = list(real)[:4]
@@ -210,6 +219,10 @@ def test_oracle_variant_leaves_the_honest_dataset_alone(real_data, data_home):
     (["imagine", "generate", "--max-steps", "0"], "--max-steps must be at least 1"),
     (["imagine", "quality", "--variant", "best"], "Unknown imaginary data variant 'best'"),
     (["imagine", "quality", "--oracle-replay"], "--oracle-replay only applies with --write-oracle"),
+    (["imagine", "quality", "--oracle-rule", "replay"], "--oracle-rule only applies with --write-oracle"),
+    (["imagine", "quality", "--write-oracle", "--oracle-rule", "replays"], "Unknown --oracle-rule 'replays'"),
+    (["imagine", "quality", "--write-oracle", "--oracle-replay", "--oracle-rule", "replay"],
+     "--oracle-replay means --oracle-rule transitions+replay"),
     (["train", "--algo", "discrete_bc", "--level", "easy", "--imaginary", "perfect"], "Unknown --imaginary 'perfect'"),
 ])
 def test_bad_imagination_options_give_one_line_errors(args, message):

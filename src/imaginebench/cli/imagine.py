@@ -15,7 +15,7 @@ from imaginebench.data.hub import load_imaginary, load_real
 from imaginebench.data.storage import load_dataset
 from imaginebench.errors import UsageError, choice_error
 from imaginebench.imagination.pipeline import _levels, generate, quality, train
-from imaginebench.imagination.quality import format_table, oracle_variant
+from imaginebench.imagination.quality import ORACLE_RULES, format_table, oracle_variant
 from imaginebench.imagination.render import episode_strip, save_png
 
 imagine_app = typer.Typer(help="Fine-tune the rollout language model, imagine rollouts, score them.",
@@ -200,19 +200,29 @@ def imagine_quality(
                                 "oracle, grounded."),
     write_oracle: bool = typer.Option(False, "--write-oracle", help="Write imaginary-<level>.oracle.npz: the honest "
                                       "rollouts whose transitions the simulator confirms (a diagnostic)."),
-    oracle_replay: bool = typer.Option(False, "--oracle-replay", help="With --write-oracle: keep only rollouts whose "
-                                       "imagined actions also replay to the goal in the simulator."),
+    oracle_rule: Optional[str] = typer.Option(None, "--oracle-rule", help="With --write-oracle: which simulator check "
+                                              "a rollout must pass: transitions (default; every transition "
+                                              "re-simulated), replay (its imagined actions reach the goal in the "
+                                              "simulator) or transitions+replay (both)."),
+    oracle_replay: bool = typer.Option(False, "--oracle-replay", help="With --write-oracle: the same as "
+                                       "--oracle-rule transitions+replay."),
     overwrite: bool = typer.Option(False, "--overwrite", help="With --write-oracle: replace an existing file."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Score stored imaginary rollouts: consistency, transition correctness, legality, replay success."""
     limits.positive("--tolerance", tolerance, allow_none=True)
-    if oracle_replay and not write_oracle:
-        raise UsageError("--oracle-replay only applies with --write-oracle; add --write-oracle (or drop --oracle-replay).")
+    for flag, given in (("--oracle-replay", oracle_replay), ("--oracle-rule", oracle_rule is not None)):
+        if given and not write_oracle:
+            raise UsageError(f"{flag} only applies with --write-oracle; add --write-oracle (or drop {flag}).")
+    if oracle_rule is not None and oracle_rule not in ORACLE_RULES:
+        raise choice_error("--oracle-rule", oracle_rule, ORACLE_RULES)
+    if oracle_replay and oracle_rule not in (None, "transitions+replay"):
+        raise UsageError(f"--oracle-replay means --oracle-rule transitions+replay, not {oracle_rule!r}; drop one.")
+    rule = "transitions+replay" if oracle_replay else oracle_rule or "transitions"
 
     if write_oracle:
         for lv in _levels(level):
-            r = oracle_variant(env, lv, profile, tolerance=tolerance, overwrite=overwrite, replay=oracle_replay)
+            r = oracle_variant(env, lv, profile, tolerance=tolerance, overwrite=overwrite, rule=rule)
             typer.echo(f"{lv}: oracle ({r['oracle_rule']}) kept {r['kept']} of {r['honest']} honest rollouts "
                        f"-> {r['dataset']}")
         return

@@ -29,6 +29,7 @@ from imaginebench.data.dataset import Episode, EpisodeDataset
 from imaginebench.data.hub import dataset_path, find_imaginary, imaginary_path, imagine_command
 from imaginebench.data.storage import load_dataset, save_dataset
 from imaginebench.envs.registry import domain_class, load_domain, make
+from imaginebench.errors import choice_error
 from imaginebench.fileio import write_json
 from imaginebench.imagination.filters import KEEP_MODES, honest_ok
 
@@ -305,29 +306,37 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     return report
 
 
+ORACLE_RULES = ("transitions", "transitions+replay", "replay")
+
+
 def oracle_variant(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
-                   progress: bool = True, overwrite: bool = False, replay: bool = False) -> dict[str, Any]:
-    """Write ``imaginary-<level>.oracle.npz``: the honest dataset's rollouts whose every
-    transition the simulator confirms (and whose states are legal); with ``replay`` also only
-    those whose imagined actions, replayed in the simulator from the imagined first state, reach
-    the goal (rule recorded as ``oracle_rule``).  The honest dataset is left as it is.  This reads
-    the simulator on novel tasks: a diagnostic, marked ``oracle``.
+                   progress: bool = True, overwrite: bool = False, rule: str = "transitions") -> dict[str, Any]:
+    """Write ``imaginary-<level>.oracle.npz``: the honest dataset's legal rollouts that pass
+    the simulator check ``rule`` (recorded as ``oracle_rule``): ``transitions`` (every imagined
+    transition re-simulated within tolerance), ``replay`` (the imagined actions, replayed in the
+    simulator from the imagined first state, reach the goal: the ceiling of any filter that judges
+    actions by their outcome) or ``transitions+replay`` (both).  The honest dataset is left as
+    it is.  This reads the simulator on novel tasks: a diagnostic, marked ``oracle``.
 
     Unlike ``imagine generate --keep oracle`` (best-of-N until each task's quota passes the
     oracle), this does not refill: the oracle set is a subset of the honest set.
     """
     limits.positive("--tolerance", tolerance, allow_none=True)
+    if rule not in ORACLE_RULES:
+        raise choice_error("oracle rule", rule, ORACLE_RULES)
 
     target = imaginary_path(env_id, level, profile, "oracle")
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} already exists; pass --overwrite to replace it.")
     ds, source = stored_imaginary(env_id, level, profile, "honest")
     episodes = list(ds)
-    checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress, replay=replay)
-    keep = checks.transitions_ok & checks.legal
-    if replay:
-        keep = keep & checks.replayed
-    rule = "transitions+replay" if replay else "transitions"
+    checks = check_rollouts(env_id, level, episodes, tolerance=tolerance, progress=progress,
+                            replay=rule != "transitions")
+    keep = checks.legal.copy()
+    if rule != "replay":
+        keep &= checks.transitions_ok
+    if rule != "transitions":
+        keep &= checks.replayed
     kept = [ep for ep, k in zip(episodes, keep) if k]
     if not kept:
         raise ValueError(f"No rollout of {source} passes the oracle check ({rule}); nothing written.")
