@@ -315,10 +315,10 @@ def test_the_domain_card_caps_the_environments_an_evaluator_opens(toy_envs, monk
     always_right = lambda obs: np.ones(len(obs), dtype=np.int64)  # noqa: E731
     wide = Evaluator("Toy-v0", "train", episodes_per_task=3, seed=5, encoder=HashEncoder(), pool=6)
     expected = wide(always_right)
-    assert len(wide._envs) == 6
+    assert len(wide.envs) == 6
     monkeypatch.setattr(ToyDomain, "eval_envs", 2)
     capped = Evaluator("Toy-v0", "train", episodes_per_task=3, seed=5, encoder=HashEncoder(), pool=6)
-    assert capped(always_right) == expected and len(capped._envs) == 2
+    assert capped(always_right) == expected and len(capped.envs) == 2
 
 
 def test_real_data_of_another_size_than_the_profiles_is_named(toy_data, caplog, monkeypatch):

@@ -4,11 +4,13 @@ give the records of runs trained one by one."""
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 
 import pytest
 
+from imaginebench import make
 from imaginebench.run_folder import CHECKPOINT_NAME
-from imaginebench.training import RunSpec, run_dir, train_seeds
+from imaginebench.training import RunSpec, run_dir, train, train_seeds
 from tests.training.test_runner import SMALL, Stop, toy_data  # noqa: F401  (toy_data: fixture)
 from tests.training.test_stacked_runs import comparable
 
@@ -63,3 +65,27 @@ def test_an_interrupted_shared_training_resumes_every_run(toy_data):
     straight = train_seeds(specs, progress=False)
     for a, b in zip(resumed, straight):
         assert comparable(a.record) == comparable(b.record)
+
+
+def test_the_runs_of_one_call_share_one_pool_of_evaluation_envs_per_level(toy_data):
+    made: Counter = Counter()
+
+    def counting(level):
+        made[level] += 1
+        return make("Toy-v0", level=level, encode_instruction=False)
+
+    specs = _specs()
+    one = train(specs[1], env_factory=counting, progress=False)  # evaluates train and easy
+    alone = dict(made)
+    assert set(alone) == {"train", "easy"}
+    shutil.rmtree(run_dir(specs[1]))
+    made.clear()
+    together = train_seeds(specs, env_factory=counting, progress=False)
+    # six runs (two seeds, three baselines, ten evaluators): no more envs than one run makes
+    assert dict(made) == alone
+    assert comparable(together[1].record) == comparable(one.record)
+    # and the same numbers as runs that each made their own envs
+    for spec in specs:
+        shutil.rmtree(run_dir(spec))
+    separate = [train(spec, env_factory=counting, progress=False) for spec in specs]
+    assert [comparable(r.record)["curve"] for r in together] == [comparable(r.record)["curve"] for r in separate]

@@ -118,7 +118,11 @@ class Evaluator:
     retrieve: Any = None
     """A :class:`~imaginebench.evaluation.retrieval.NearestTrainInstruction`: every episode's instruction
     is replaced by its nearest train phrasing before the policy sees it (the retrieval baseline)."""
-    _envs: list = field(default_factory=list, init=False, repr=False)
+    envs: list = field(default_factory=list, repr=False)
+    """The environments it steps, made as needed and closed by :meth:`close`.  Evaluators of the
+    same env and level may be handed one list to share (a training's seeds and baselines): they
+    run one at a time and every episode starts from a seeded reset, so sharing changes no
+    result, and memory stays at one pool per level (a LIBERO env holds ~200 MB)."""
     _embeddings: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -133,9 +137,9 @@ class Evaluator:
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        if not self._envs:
-            self._envs.append(self._make())
-        return tuple(self._envs[0].unwrapped.tasks)
+        if not self.envs:
+            self.envs.append(self._make())
+        return tuple(self.envs[0].unwrapped.tasks)
 
     def schedule(self) -> list[tuple[str, int]]:
         """``(task, reset seed)`` of every episode: each task ``episodes_per_task`` times."""
@@ -147,7 +151,7 @@ class Evaluator:
         """Encode the level's whole instruction bank in one batch (episodes draw from it)."""
         if self._embeddings:
             return
-        unwrapped = self._envs[0].unwrapped
+        unwrapped = self.envs[0].unwrapped
         try:
             bank = list(unwrapped.domain.instruction_bank(self.level))
         except AttributeError:  # not an InstructionEnv: embed lazily
@@ -174,9 +178,9 @@ class Evaluator:
     def __call__(self, policy: Policy | EpisodicPolicy) -> LevelResult:
         jobs = self.schedule()
         width = max(1, min(self.pool, len(jobs), self._env_cap() or len(jobs)))
-        while len(self._envs) < width:
-            self._envs.append(self._make())
-        envs = self._envs[:width]
+        while len(self.envs) < width:
+            self.envs.append(self._make())
+        envs = self.envs[:width]
         if not self.raw:
             self._prefetch()
         successes: dict[str, list[bool]] = {t: [] for t in self.tasks}
@@ -244,9 +248,9 @@ class Evaluator:
                            episodes=len(flat), mean_length=float(np.mean(lengths)) if lengths else 0.0)
 
     def close(self) -> None:
-        for env in self._envs:
+        for env in self.envs:
             env.close()
-        self._envs.clear()
+        self.envs.clear()
 
 
 def check_actions(actions: Any, rows: int, domain: Any) -> np.ndarray:

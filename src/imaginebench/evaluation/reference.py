@@ -87,7 +87,7 @@ def _level_reference(env_id: str, level: str, episodes_per_task: int, seed: int)
     evaluator = Evaluator(env_id, level, episodes_per_task, seed, encoder=None)
     try:
         schedule = evaluator.schedule()
-        env = evaluator._envs[0]
+        env = evaluator.envs[0]
         out: dict[str, Any] = {"schema_version": REFERENCE_SCHEMA, "version": __version__,
                                "env": env_id, "level": level,
                                "episodes_per_task": int(episodes_per_task), "seed": int(seed),

@@ -138,9 +138,10 @@ class _Run:
 
 
 def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], Any] | None,
-             device: str) -> _Run | RunResult:
+             device: str, env_pools: dict[tuple[str, str], list] | None = None) -> _Run | RunResult:
     """A finished run's :class:`RunResult`, or a :class:`_Run` ready to train (resumed if a
-    checkpoint exists)."""
+    checkpoint exists).  ``env_pools`` maps (env id, level) to the environment list its
+    evaluators share with the other runs of one :func:`train_seeds` call."""
     spec, domain, algo_spec, folder = resolved.spec, resolved.domain, resolved.algo, resolved.folder
     config = resolved.config()
     if folder.finished:
@@ -154,15 +155,17 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
                           batch_size=int(config.batch_size or spec.batch), what=f"{algo_spec.name} on {domain.env_id}")
     sources, weights, source_info = load_sources(spec, domain.env_id)
     # one writer per run folder: a second process is refused, naming the first
-    claimed = folder.claim(lambda: _build(resolved, config, sources, weights, source_info, encoder, env_factory, device))
+    claimed = folder.claim(lambda: _build(resolved, config, sources, weights, source_info, encoder, env_factory, device,
+                                          env_pools))
     if claimed is None:  # another process finished it while this one was loading
-        return _prepare(resolved, encoder, env_factory, device)
+        return _prepare(resolved, encoder, env_factory, device, env_pools)
     run, run.lock = claimed
     return run
 
 
 def _build(resolved: ResolvedRun, config: Any, sources: Any, weights: Any, source_info: list[dict[str, Any]],
-           encoder: Any, env_factory: Callable[[str], Any] | None, device: str) -> _Run:
+           encoder: Any, env_factory: Callable[[str], Any] | None, device: str,
+           env_pools: dict[tuple[str, str], list] | None = None) -> _Run:
     """The run's sampler, algorithm (resumed from its checkpoint if there is one) and evaluators."""
     import torch
 
@@ -188,9 +191,11 @@ def _build(resolved: ResolvedRun, config: Any, sources: Any, weights: Any, sourc
     run.generator.set_state(torch.get_rng_state())
     # the retrieval baseline: novel instructions mapped to the nearest train phrasing (train level as given)
     retrieve = NearestTrainInstruction(domain.env_id, encoder) if spec.data == "real-retrieval" else None
+    pools = {} if env_pools is None else env_pools
     run.evaluators = {lv: Evaluator(domain.env_id, lv, spec.episodes_per_task, spec.seed, encoder,
                                     pool=spec.eval_pool, env_factory=env_factory,
-                                    retrieve=None if lv == "train" else retrieve)
+                                    retrieve=None if lv == "train" else retrieve,
+                                    envs=pools.setdefault((domain.env_id, lv), []))
                       for lv in eval_levels(spec.level)}
     return run
 
@@ -419,9 +424,11 @@ def train_seeds(specs: list[RunSpec], *, stack: bool = True, device: str = "cpu:
         encoders = {n: get_encoder(n) for n in names}
     results: dict[int, RunResult] = {}
     pending: list[tuple[int, _Run]] = []
+    # one pool of evaluation envs per (env, level) for all the runs: they evaluate one at a time
+    env_pools: dict[tuple[str, str], list] = {}
     try:
         for i, spec in enumerate(specs):
-            prepared = _prepare(resolve_run(spec), encoder or encoders[spec.encoder], env_factory, device)
+            prepared = _prepare(resolve_run(spec), encoder or encoders[spec.encoder], env_factory, device, env_pools)
             if isinstance(prepared, RunResult):
                 results[i] = prepared
             else:
