@@ -138,7 +138,7 @@ class _Run:
 
 
 def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], Any] | None,
-             device: str, env_pools: dict[tuple[str, str], list] | None = None) -> _Run | RunResult:
+             device: str, env_pools: dict[tuple[str, str], list]) -> _Run | RunResult:
     """A finished run's :class:`RunResult`, or a :class:`_Run` ready to train (resumed if a
     checkpoint exists).  ``env_pools`` maps (env id, level) to the environment list its
     evaluators share with the other runs of one :func:`train_seeds` call."""
@@ -165,7 +165,7 @@ def _prepare(resolved: ResolvedRun, encoder: Any, env_factory: Callable[[str], A
 
 def _build(resolved: ResolvedRun, config: Any, sources: Any, weights: Any, source_info: list[dict[str, Any]],
            encoder: Any, env_factory: Callable[[str], Any] | None, device: str,
-           env_pools: dict[tuple[str, str], list] | None = None) -> _Run:
+           env_pools: dict[tuple[str, str], list]) -> _Run:
     """The run's sampler, algorithm (resumed from its checkpoint if there is one) and evaluators."""
     import torch
 
@@ -191,11 +191,10 @@ def _build(resolved: ResolvedRun, config: Any, sources: Any, weights: Any, sourc
     run.generator.set_state(torch.get_rng_state())
     # the retrieval baseline: novel instructions mapped to the nearest train phrasing (train level as given)
     retrieve = NearestTrainInstruction(domain.env_id, encoder) if spec.data == "real-retrieval" else None
-    pools = {} if env_pools is None else env_pools
     run.evaluators = {lv: Evaluator(domain.env_id, lv, spec.episodes_per_task, spec.seed, encoder,
                                     pool=spec.eval_pool, env_factory=env_factory,
                                     retrieve=None if lv == "train" else retrieve,
-                                    envs=pools.setdefault((domain.env_id, lv), []))
+                                    envs=env_pools.setdefault((domain.env_id, lv), []))
                       for lv in eval_levels(spec.level)}
     return run
 
