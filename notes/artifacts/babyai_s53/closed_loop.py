@@ -46,11 +46,10 @@ model.predict_states = true_next
 starts = D.initial_starts("BabyAI-v0", level, n, seed=1)
 cfg = D.GenerateConfig(temperature=temp, batch_size=64, seed=1, stop_on_end=False)
 eps, _ = D.imagine(model, domain, starts, cfg, progress=False)
-succ = np.array([bool(ep.successes[-1]) if hasattr(ep, "successes") else bool(ep.success) for ep in eps])
+succ = np.array([bool(ep.successes[-1]) for ep in eps])
 fam = {}
 for st, s in zip(starts, succ):
-    f = st.task.family if hasattr(st.task, "family") else st.task.name.split("/")[0]
-    fam.setdefault(f, []).append(s)
+    fam.setdefault(st.task.family, []).append(s)
 out = {"checkpoint": ckpt, "level": level, "episodes": n, "temperature": temp, "success": float(succ.mean()),
        "by_family": {k: [len(v), round(float(np.mean(v)), 3)] for k, v in sorted(fam.items())}}
 print(json.dumps(out))
