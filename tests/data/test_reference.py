@@ -118,7 +118,7 @@ SHIPPED = [(env, level) for env in ("CLEVR-v0", "BabyAI-v0") for level in ("reph
 SHIPPED += [("HalfCheetah-v0", level) for level in HALFCHEETAH_LEVELS]
 SHIPPED += [("MetaWorld-v0", level) for level in METAWORLD_LEVELS]
 SHIPPED += [("LIBERO-v0", level) for level in LIBERO_LEVELS]
-NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": None, "HalfCheetah-v0": 4, "MetaWorld-v0": None, "LIBERO-v0": None}
+NUMERIC_LAYERS = {"CLEVR-v0": None, "BabyAI-v0": 4, "HalfCheetah-v0": 4, "MetaWorld-v0": None, "LIBERO-v0": None}
 """The rollout model behind each domain's files: full depth (None) or late entry with 4 numeric layers."""
 PHYSICS_PRIOR = {"LIBERO-v0", "MetaWorld-v0"}
 """Domains whose files were imagined with the physics prior (``imagine generate --physics-prior``)."""
