@@ -50,6 +50,11 @@ def imagine_train(
         None, "--action-bins", help="Continuous actions only: predict each action dimension as one of K values from "
         "-1 to 1 and sample it in generation (default: regress it, which averages a gait). Use --out: a checkpoint "
         "folder holds one model design."),
+    relations: bool = typer.Option(
+        False, "--relations/--no-relations", help="Add the domain's relational state facts (BabyAI: the agent on / "
+        "beside each object, at the door, objects beside each other, what is carried) to the state embedding, "
+        "zero-initialised: equalities of cells a linear embedding cannot express. Use --out: a checkpoint folder "
+        "holds one model design."),
     init_from: Optional[Path] = typer.Option(
         None, "--init-from", help="Warm start a new run from this checkpoint folder's weights (same domain and "
         "backbone design; tensors a new head adds, e.g. --action-bins, start fresh)."),
@@ -105,7 +110,7 @@ def imagine_train(
                              f"{task_weights!r}.") from None
     r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
               out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, device=device, progress=progress,
-              numeric_layers=numeric_layers, action_bins=action_bins, **extra)
+              numeric_layers=numeric_layers, action_bins=action_bins, relations=relations, **extra)
     import torch
 
     gpu = (f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"

@@ -320,6 +320,13 @@ class Domain(abc.ABC):
         Pure; never reads the simulator or the task."""
         return np.asarray(states)
 
+    def relation_features(self, states: np.ndarray) -> np.ndarray | None:
+        """``(..., D)`` states -> ``(..., F)`` 0/1 facts about which entities' cells coincide or
+        touch (e.g. the agent stands on an object): equalities of entries, which a linear state
+        embedding cannot express.  The rollout model can add them to its state embedding
+        (``imagine train --relations``).  ``None`` (the default): the domain has none.  Pure."""
+        return None
+
     def symmetries(self) -> tuple[str, ...]:
         """Names of maps that turn any real episode of a train task into another exact episode
         of the same task and instruction (e.g. a rotation of a square room); none by default.

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import torch
 
 from imaginebench.config import data_home, get_profile
-from imaginebench.envs.registry import env_spec
+from imaginebench.envs.registry import env_spec, load_domain
 from imaginebench.fileio import atomic_path, torch_load_plain
 from imaginebench.imagination.backbones import load_backbone
 from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM, default_device
@@ -233,6 +233,13 @@ def loadable_meta(folder: Path, train_hint: str | None = None, which: str = "bes
     return meta, key
 
 
+def domain_relations(config: ModelConfig, env_id: str | None) -> Any:
+    """The domain's relational state features when ``config.relations`` asks for them, else ``None``."""
+    if not config.relations:
+        return None
+    return load_domain(str(env_id)).relation_features
+
+
 def load_checkpoint(folder: Path, device: torch.device | str | None = None,
                     train_hint: str | None = None, which: str = "best") -> tuple[Any, dict[str, Any]]:
     """Rebuild the rollout model saved in ``folder``; returns ``(model, meta)``.
@@ -253,7 +260,7 @@ def load_checkpoint(folder: Path, device: torch.device | str | None = None,
     config = ModelConfig.from_dict(meta["model"])
     backbone = load_backbone(config.backbone, num_layers=config.num_layers)
     model = RolloutLM(backbone, config, meta["state_dim"], meta["discrete_actions"], meta["action_dim"],
-                      Normaliser.from_dict(meta["normaliser"]))
+                      Normaliser.from_dict(meta["normaliser"]), relations=domain_relations(config, meta.get("env_id")))
     saved = load_file(str(path))
     params = dict(model.named_parameters())
     unknown = sorted(set(saved) - set(params))

@@ -330,7 +330,9 @@ def _check_warm_start(warm: RolloutLM, meta: Mapping[str, Any], mcfg: ModelConfi
 
 def _copy_shared_weights(source: RolloutLM, target: RolloutLM) -> tuple[int, list[str]]:
     """Copy every trainable tensor of ``source`` that ``target`` has with the same shape; returns
-    the count and the names of ``target``'s trainable tensors left at their initialisation."""
+    the count and the names of ``target``'s trainable tensors left at their initialisation.
+    Relational facts' weights are rescaled between the two models' ``relation_gain`` so that
+    their contribution to the state embedding is unchanged."""
     theirs = source.trainable_state()
     params = dict(target.named_parameters())
     copied, fresh = 0, []
@@ -338,6 +340,8 @@ def _copy_shared_weights(source: RolloutLM, target: RolloutLM) -> tuple[int, lis
         for name in target.trainable_state():
             value = theirs.get(name)
             if value is not None and value.shape == params[name].shape:
+                if name.startswith("relation_embed."):
+                    value = value * (source.config.relation_gain / target.config.relation_gain)
                 params[name].copy_(value)
                 copied += 1
             else:
@@ -409,7 +413,8 @@ def train_rollout_model(
             warm, warm_meta = ckpt.load_checkpoint(Path(tcfg.init_from), device="cpu", which="best")
             _check_warm_start(warm, warm_meta, mcfg, env_id, state_dim, discrete, action_dim, tcfg.init_from)
             normaliser = warm.normaliser
-        model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, normaliser)
+        model = RolloutLM(backbone, mcfg, state_dim, discrete, action_dim, normaliser,
+                          relations=ckpt.domain_relations(mcfg, env_id))
         if warm is not None:
             copied, fresh = _copy_shared_weights(warm, model)
             msg = (f"Warm start from {tcfg.init_from} ({warm_meta['loaded']['file']}, step "

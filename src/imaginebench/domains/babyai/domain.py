@@ -10,6 +10,7 @@ import numpy as np
 
 from imaginebench.domains.babyai import batch as B
 from imaginebench.domains.babyai import layout as L
+from imaginebench.domains.babyai import relations as REL
 from imaginebench.domains.babyai import success as S
 from imaginebench.domains.babyai import symmetry as SYM
 from imaginebench.domains.babyai.legality import legality_errors
@@ -77,6 +78,11 @@ class BabyAIDomain(Domain):
             out[rows, slot + 1] = out[rows, L.AGENT_ROW]
             out[rows, slot + 2] = out[rows, L.AGENT_COL]
         return out
+
+    def relation_features(self, states: np.ndarray) -> np.ndarray:
+        """Agent on / beside each object, at the door's front or in the doorway, objects beside each
+        other, what is carried (:mod:`.relations`)."""
+        return REL.relation_features(states)
 
     def symmetries(self) -> tuple[str, ...]:
         """The room's eight rotations and reflections (:mod:`.symmetry`)."""
