@@ -80,6 +80,8 @@ def test_the_cli_refuses_relations_for_a_domain_without_them(monkeypatch, tmp_pa
     monkeypatch.setenv("IMAGINEBENCH_HOME", str(tmp_path))
     with pytest.raises(UsageError, match="CLEVR-v0 defines no relational state features"):
         train("CLEVR-v0", profile="tiny", relations=True)
+    with pytest.raises(UsageError, match="pass --relations with it"):
+        train("BabyAI-v0", profile="tiny", relation_gain=1.0)
 
 
 def test_configs_saved_before_the_gain_existed_keep_gain_one():

@@ -55,6 +55,9 @@ def imagine_train(
         "beside each object, at the door, objects beside each other, what is carried) to the state embedding, "
         "zero-initialised: equalities of cells a linear embedding cannot express. Use --out: a checkpoint folder "
         "holds one model design."),
+    relation_gain: Optional[float] = typer.Option(
+        None, "--relation-gain", help="With --relations: fixed factor on the facts' embedding (default 40; "
+        "checkpoints saved before it existed trained at 1)."),
     init_from: Optional[Path] = typer.Option(
         None, "--init-from", help="Warm start a new run from this checkpoint folder's weights (same domain and "
         "backbone design; tensors a new head adds, e.g. --action-bins, start fresh)."),
@@ -86,6 +89,7 @@ def imagine_train(
         limits.count(option, value, allow_none=True)
     limits.positive("--lr", lr, allow_none=True)
     limits.positive("--adapter-lr", adapter_lr, allow_none=True)
+    limits.positive("--relation-gain", relation_gain, allow_none=True)
     limits.number("--early-stop-min-delta", early_stop_min_delta, low=0.0)
     limits.number("--start-window-share", start_window_share, low=0.0, high=1.0)
     _threads(threads)
@@ -110,7 +114,8 @@ def imagine_train(
                              f"{task_weights!r}.") from None
     r = train(env, profile, backbone, lora=lora, steps=steps, num_layers=layers, batch_size=batch_size, lr=lr,
               out=out, overwrite=overwrite, bf16=bf16, threads=threads, seed=seed, device=device, progress=progress,
-              numeric_layers=numeric_layers, action_bins=action_bins, relations=relations, **extra)
+              numeric_layers=numeric_layers, action_bins=action_bins, relations=relations,
+              relation_gain=relation_gain, **extra)
     import torch
 
     gpu = (f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"

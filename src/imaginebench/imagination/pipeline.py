@@ -59,14 +59,15 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
           lr: float | None = None, out: str | Path | None = None, overwrite: bool = False, resume: bool = True,
           bf16: bool = False, threads: int | None = None, seed: int = 0, progress: bool = True,
           device: str | None = None, numeric_layers: int | None = None, action_bins: int | None = None,
-          relations: bool = False, **train_overrides: Any):
+          relations: bool = False, relation_gain: float | None = None, **train_overrides: Any):
     """Fine-tune the rollout model on ``env_id``'s real train data; returns a ``RolloutTrainingResult``.
 
     ``numeric_layers``: late entry (``None``: the profile's default, 0: every layer).
     ``action_bins``: continuous actions as ``K`` sampled values per dimension
     (:class:`~imaginebench.imagination.model.ModelConfig`); ``None``: regressed.
     ``relations``: add the domain's relational state facts to the state embedding
-    (:meth:`Domain.relation_features`; BabyAI has them)."""
+    (:meth:`Domain.relation_features`; BabyAI has them); ``relation_gain``: the factor on their
+    embedding (``None``: :class:`ModelConfig`'s default)."""
     from imaginebench.imagination.lm_training import TrainConfig, train_rollout_model
     from imaginebench.imagination.model import ModelConfig
 
@@ -77,6 +78,8 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
     if action_bins is not None:
         if domain_class(env_id).discrete_actions:
             raise UsageError(f"--action-bins is for continuous actions; {env_id}'s actions are discrete (leave it out).")
+    if relation_gain is not None and not relations:
+        raise UsageError("--relation-gain sets the relational facts' gain; pass --relations with it.")
     if relations:
         if domain_class(env_id).relation_features is Domain.relation_features:
             raise UsageError(f"--relations: {env_id} defines no relational state features (Domain.relation_features); "
@@ -87,7 +90,8 @@ def train(env_id: str, profile: str | None = None, backbone: str | None = None, 
         loadable_meta(Path(train_overrides["init_from"]))  # a missing or foreign folder fails here, in one line
     real = load_real(env_id, "train", prof.name)
     mcfg = ModelConfig(backbone=backbone, lora=lora, num_layers=num_layers, numeric_layers=late,
-                       action_bins=action_bins, relations=relations)
+                       action_bins=action_bins, relations=relations,
+                       **({"relation_gain": relation_gain} if relation_gain is not None else {}))
     settings: dict[str, Any] = {
         "steps": steps if steps is not None else prof.lm_steps,
         "batch_size": batch_size if batch_size is not None else prof.lm_batch_size,
