@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
+from imaginebench.data.dataset import Episode, EpisodeDataset  # noqa: E402
 from imaginebench.imagination.backbones import load_backbone  # noqa: E402
 from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM  # noqa: E402
 
@@ -30,3 +31,18 @@ def make_model(lora: bool = False, seed: int = 0, state_dim: int = STATE_DIM, n_
 @pytest.fixture(scope="module")
 def tiny_model() -> RolloutLM:
     return make_model()
+
+
+def successful_episodes(n: int, seed: int, states, actions, instruction, discrete: bool, action_dim: int) -> EpisodeDataset:
+    """``n`` random episodes of 3-6 steps, each ending in success: ``states(rng, t + 1)``,
+    ``actions(rng, t)`` and ``instruction(i)`` make their contents."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for i in range(n):
+        t = int(rng.integers(3, 7))
+        done = np.zeros(t, bool)
+        done[-1] = True
+        episodes.append(Episode(task=f"task{i % 2}", instruction=instruction(i), states=states(rng, t + 1),
+                                actions=actions(rng, t), rewards=np.zeros(t, np.float32), terminals=done,
+                                truncations=np.zeros(t, bool), successes=done.copy()))
+    return EpisodeDataset.from_episodes(episodes, metadata={"discrete_actions": discrete, "action_dim": action_dim})

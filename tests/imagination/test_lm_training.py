@@ -15,6 +15,8 @@ from imaginebench.imagination import checkpoint as ckpt
 from imaginebench.imagination.lm_training import TrainConfig, _episodes, train_rollout_model
 from imaginebench.imagination.model import ModelConfig
 
+from .conftest import successful_episodes
+
 ENV = "CLEVR-v0"
 
 
@@ -166,17 +168,10 @@ def test_a_checkpoint_of_another_model_or_domain_is_refused_as_every_run_folder_
 
 def _continuous(n: int = 12, seed: int = 0) -> EpisodeDataset:
     """Random episodes of HalfCheetah's shapes (18-dim states, 6-dim actions in [-1, 1])."""
-    rng = np.random.default_rng(seed)
-    episodes = []
-    for i in range(n):
-        t = int(rng.integers(3, 7))
-        terminals = np.zeros(t, bool)
-        terminals[-1] = True
-        episodes.append(Episode(task=f"task{i % 2}", instruction=f"run {'forward' if i % 2 else 'backward'}",
-                                states=rng.normal(size=(t + 1, 18)).astype(np.float32) * (1 + seed),
-                                actions=rng.uniform(-1, 1, (t, 6)).astype(np.float32), rewards=np.zeros(t, np.float32),
-                                terminals=terminals, truncations=np.zeros(t, bool), successes=terminals.copy()))
-    return EpisodeDataset.from_episodes(episodes, metadata={"discrete_actions": False, "action_dim": 6})
+    return successful_episodes(
+        n, seed, states=lambda rng, k: rng.normal(size=(k, 18)).astype(np.float32) * (1 + seed),
+        actions=lambda rng, k: rng.uniform(-1, 1, (k, 6)).astype(np.float32),
+        instruction=lambda i: f"run {'forward' if i % 2 else 'backward'}", discrete=False, action_dim=6)
 
 
 def test_a_warm_start_copies_what_the_new_model_shares_and_starts_a_new_head_fresh(tmp_path):

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from imaginebench.data.dataset import Episode, EpisodeDataset
+from imaginebench.data.dataset import EpisodeDataset
 from imaginebench.imagination import checkpoint as ckpt
 from imaginebench.imagination.backbones import load_backbone
 from imaginebench.imagination.lm_training import TrainConfig, train_rollout_model
 from imaginebench.imagination.model import ModelConfig, Normaliser, RolloutLM
+
+from .conftest import successful_episodes
 
 pytest.importorskip("minigrid")
 from imaginebench.domains.babyai.relations import RELATION_NAMES, relation_features  # noqa: E402
@@ -26,17 +28,9 @@ PLAIN = ModelConfig(backbone="tiny", lora=False)
 
 def _babyai_like(n: int = 10, seed: int = 0) -> EpisodeDataset:
     """Episodes with BabyAI's shapes (17 integer entries, 7 actions); the values are random."""
-    rng = np.random.default_rng(seed)
-    episodes = []
-    for i in range(n):
-        t = int(rng.integers(3, 6))
-        done = np.zeros(t, bool)
-        done[-1] = True
-        episodes.append(Episode(task=f"t{i % 3}", instruction=f"go to the ball {i % 3}",
-                                states=rng.integers(0, 7, (t + 1, 17)).astype(np.float32),
-                                actions=rng.integers(0, 7, t), rewards=np.zeros(t, np.float32),
-                                terminals=done, truncations=np.zeros(t, bool), successes=done.copy()))
-    return EpisodeDataset.from_episodes(episodes, metadata={"discrete_actions": True, "action_dim": 7})
+    return successful_episodes(n, seed, states=lambda rng, k: rng.integers(0, 7, (k, 17)).astype(np.float32),
+                               actions=lambda rng, k: rng.integers(0, 7, k), instruction=lambda i: f"go to the ball {i % 3}",
+                               discrete=True, action_dim=7)
 
 
 def test_warm_start_adds_the_facts_at_zero_and_they_survive_a_reload(tmp_path):
