@@ -456,7 +456,7 @@ class RolloutLM(nn.Module):
         """Embeddings of raw (unnormalised) states ``(..., D) -> (..., H)`` (plus their relational
         facts' embedding, :attr:`ModelConfig.relations`)."""
         out = self.state_embed(self.normalise(states))
-        if self.relation_embed is not None and self.relations is not None:
+        if self.relation_embed is not None:  # built only with a relations function (__init__)
             facts = self.relations(states.detach().float().cpu().numpy())
             facts = torch.as_tensor(facts, dtype=out.dtype, device=out.device)
             out = out + self.config.relation_gain * self.relation_embed(facts)
