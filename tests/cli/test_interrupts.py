@@ -23,10 +23,16 @@ def _start(args: list[str], home: Path, stdout: Path | None = None, script: bool
     env = {**os.environ, "IMAGINEBENCH_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     code = "import sys; from imaginebench.cli import main; main(sys.argv[1:])"
     command = [str(Path(sys.executable).with_name("imaginebench"))] if script else [sys.executable, "-c", code]
-    # its own process group, as a terminal's foreground job: Ctrl-C reaches the workers too
+    # its own process group, as a terminal's foreground job: Ctrl-C reaches the workers too; and Ctrl-C's
+    # default disposition, as a terminal gives it (a suite started in the background, `nohup make test &`,
+    # would otherwise hand down an ignored SIGINT, and the CLI would never see the Ctrl-C under test)
     return subprocess.Popen([*command, *[a.format(home=home) for a in args]], env=env,
                             stdout=subprocess.PIPE if stdout is None else stdout.open("w"), stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _interrupt(proc: subprocess.Popen, within_s: float) -> str:
