@@ -26,9 +26,25 @@ def _start(args: list[str], home: Path, stdout: Path | None = None, script: bool
     # its own process group, as a terminal's foreground job: Ctrl-C reaches the workers too; and Ctrl-C's
     # default disposition, as a terminal gives it (a suite started in the background, `nohup make test &`,
     # would otherwise hand down an ignored SIGINT, and the CLI would never see the Ctrl-C under test)
-    return subprocess.Popen([*command, *[a.format(home=home) for a in args]], env=env,
+    proc = subprocess.Popen([*command, *[a.format(home=home) for a in args]], env=env,
                             stdout=subprocess.PIPE if stdout is None else stdout.open("w"), stderr=subprocess.PIPE,
                             text=True, start_new_session=True, preexec_fn=_default_sigint)
+    _STARTED.append(proc.pid)
+    return proc
+
+
+_STARTED: list[int] = []
+"""Process groups this module started; whatever of them outlives its test is killed (a failed test must
+not leave a fine-tune eating a core through the rest of the suite)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test():
+    yield
+    while _STARTED:
+        pgid = _STARTED.pop()
+        if _group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 def _default_sigint() -> None:
