@@ -150,6 +150,14 @@ def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
     again = pipeline.quality(ENV, "tiny", "rephrase", progress=False, keep="oracle")[0]
     assert again["kept"] == 4 and again["dropped"] == 1
     assert unfiltered_path(path).read_bytes() == original
+    # Scored again, the report describes the 4 kept and keeps what only generation knew (the scores of
+    # all its candidates, whose sample is not beside the file here)
+    from imaginebench.imagination.quality import quality_path
+    q = json.loads(quality_path(path).read_text())
+    quality_path(path).write_text(json.dumps({**q, "generated": 20, "all": {"consistency": 0.5}}))
+    rescored = pipeline.quality(ENV, "tiny", "rephrase", progress=False)[0]
+    assert rescored["episodes"] == 4 and rescored["kept"] == 4 and rescored["candidates_per_kept"] == 5.0
+    assert rescored["all"] == {"consistency": 0.5}
 
     # All rollouts bad: one-line error, the file is not touched.
     save_dataset(EpisodeDataset.from_episodes([episodes[2]], metadata={"source": "imaginary"}, state_dim=10),

@@ -15,10 +15,11 @@ KEEP_MODES: tuple[str, ...] = ("honest", "none", "oracle", "grounded")
 """Which imagined rollouts are kept:
 
 * ``honest`` (default): the goal holds at the last imagined state, every imagined state is
-  legal, no imagined step moves what nothing touches (``Domain.untouched_steps``) and the
-  rollout's actions could have produced its motion (``Domain.unpowered``: HalfCheetah and
-  Meta-World replay the first ones through a model fit on real train data), all judged without
-  a simulator call,
+  legal, no imagined step makes a change nothing causes (``Domain.untouched_steps``: Meta-World's
+  contact rule, BabyAI's one-change-per-step rules) and the rollout's actions could have produced
+  its motion (``Domain.unpowered``: HalfCheetah and Meta-World replay the first ones through a
+  model fit on real train data; BabyAI asks each change of the action that makes it), all judged
+  without a simulator call,
   so it is usable for any novel instruction;
 * ``none``: every rollout (the unfiltered data);
 * ``oracle``: ``honest`` and, in addition, every imagined transition agrees with the

@@ -191,12 +191,18 @@ def write_quality(path: Path, report: Mapping[str, Any]) -> Path:
 
 
 def _keep_generation_facts(report_file: Path, report: dict[str, Any]) -> None:
-    """Copy what only generation knew (throughput, sampling, checkpoint) from an earlier report."""
+    """Copy what only generation knew (throughput, sampling, checkpoint, the scores of all its candidates)
+    from an earlier report; ``kept`` and ``candidates_per_kept`` follow the rollouts scored now (a file
+    filtered again after generation, ``imagine quality --keep``, holds fewer)."""
     if report_file.exists():
         previous = json.loads(report_file.read_text())
         report.update({k: previous[k] for k in ("throughput", "sampling", "checkpoint", "backbone", "per_task",
                                                 "candidates_per_kept", "generated", "kept", "filter", "oracle",
-                                                "tasks_short_of_quota", "device", "device_name") if k in previous})
+                                                "tasks_short_of_quota", "device", "device_name", "all")
+                       if k in previous})
+        if "generated" in previous and "episodes" in report:
+            report["kept"] = int(report["episodes"])
+            report["candidates_per_kept"] = previous["generated"] / max(int(report["episodes"]), 1)
 
 
 def dataset_quality(env_id: str, level: str, profile: str | None = None, tolerance: float | None = None,
@@ -300,7 +306,7 @@ def filter_dataset(env_id: str, level: str, profile: str | None = None, toleranc
     _keep_generation_facts(old, report)
     original = unfiltered_path(path)
     report.update({"dataset": str(path), "filtered": True, "filter": keep, "oracle": metadata["oracle"],
-                   "dropped": dropped, "kept": len(kept),
+                   "dropped": dropped, "kept": len(kept), "candidates_per_kept": metadata["generated"] / len(kept),
                    "unfiltered_dataset": str(original) if original.exists() else None})
     write_quality(old, report)
     return report

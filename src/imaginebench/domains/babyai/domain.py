@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from imaginebench.domains.babyai import batch as B
+from imaginebench.domains.babyai import causality
 from imaginebench.domains.babyai import layout as L
 from imaginebench.domains.babyai import relations as REL
 from imaginebench.domains.babyai import success as S
@@ -180,6 +181,15 @@ class BabyAIDomain(Domain):
             row = self.outcome(tasks[i], states[i], actions[i], next_states[i], progress[i])
             success[i], reward[i], records[i] = row.success, row.reward, row.progress
         return BatchOutcome(success=success, reward=reward, progress=records)
+
+    def untouched_steps(self, states: np.ndarray) -> np.ndarray:
+        """Steps whose change no single action makes (:func:`.causality.uncaused_steps`): a pick-up
+        from another cell, the door opened from afar, two changes at once, a floor object moving."""
+        return causality.uncaused_steps(self._check_states("states", states, None))
+
+    def unpowered(self, states: np.ndarray, actions: np.ndarray) -> bool:
+        """A step whose change is not the one its action makes (:func:`.causality.unpowered`)."""
+        return causality.unpowered(self._check_states("states", states, None), actions)
 
     def is_legal_batch(self, states: np.ndarray) -> np.ndarray:
         """:meth:`is_legal` of every row of an ``(N, 17)`` array, as array code."""
