@@ -15,7 +15,7 @@ import imaginebench  # noqa: E402
 from imaginebench.cli import app  # noqa: E402
 from imaginebench.data import build_real, get_dataset  # noqa: E402
 from imaginebench.imagination import pipeline  # noqa: E402
-from imaginebench.imagination.quality import check_rollouts, filter_episodes  # noqa: E402
+from imaginebench.imagination.quality import check_rollouts, filter_episodes, quality_path  # noqa: E402
 
 ENV = "CLEVR-v0"
 
@@ -152,7 +152,6 @@ def test_filtering_a_stored_dataset_keeps_the_original(real_data, data_home):
     assert unfiltered_path(path).read_bytes() == original
     # Scored again, the report describes the 4 kept and keeps what only generation knew (the scores of
     # all its candidates, whose sample is not beside the file here)
-    from imaginebench.imagination.quality import quality_path
     q = json.loads(quality_path(path).read_text())
     quality_path(path).write_text(json.dumps({**q, "generated": 20, "all": {"consistency": 0.5}}))
     rescored = pipeline.quality(ENV, "tiny", "rephrase", progress=False)[0]

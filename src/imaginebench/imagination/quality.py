@@ -197,9 +197,8 @@ def _keep_generation_facts(report_file: Path, report: dict[str, Any]) -> None:
     if report_file.exists():
         previous = json.loads(report_file.read_text())
         report.update({k: previous[k] for k in ("throughput", "sampling", "checkpoint", "backbone", "per_task",
-                                                "candidates_per_kept", "generated", "kept", "filter", "oracle",
-                                                "tasks_short_of_quota", "device", "device_name", "all")
-                       if k in previous})
+                                                "generated", "filter", "oracle", "tasks_short_of_quota", "device",
+                                                "device_name", "all") if k in previous})
         if "generated" in previous and "episodes" in report:
             report["kept"] = int(report["episodes"])
             report["candidates_per_kept"] = previous["generated"] / max(int(report["episodes"]), 1)

@@ -49,8 +49,9 @@ def uncaused_steps(states: np.ndarray) -> np.ndarray:
     """``(T,)`` bool over a rollout's ``(T+1, 17)`` states: which steps make a change no single
     BabyAI action can make (see the module docstring).  Non-finite steps count as uncaused."""
     s, n, finite = _steps(states)
-    moved = (s[:, L.AGENT_ROW] != n[:, L.AGENT_ROW]) | (s[:, L.AGENT_COL] != n[:, L.AGENT_COL])
-    cells = np.abs(n[:, L.AGENT_ROW] - s[:, L.AGENT_ROW]) + np.abs(n[:, L.AGENT_COL] - s[:, L.AGENT_COL])
+    agent_before, agent_after = s[:, L.AGENT_ROW:L.AGENT_COL + 1], n[:, L.AGENT_ROW:L.AGENT_COL + 1]
+    cells = np.abs(agent_after - agent_before).sum(axis=1)
+    moved = cells > 0
     held, now_held = s[:, L.CARRIED_TYPE], n[:, L.CARRIED_TYPE]
     carry_changed = held != now_held
     door_changed = s[:, L.DOOR_STATE] != n[:, L.DOOR_STATE]
@@ -63,10 +64,7 @@ def uncaused_steps(states: np.ndarray) -> np.ndarray:
 
     for name in L.OBJECT_TYPES:
         code, i = L.CARRIED_CODE[name], L.OBJECT_SLOT[name]
-        before = s[:, i + 1:i + 3]
-        after = n[:, i + 1:i + 3]
-        agent_before = s[:, L.AGENT_ROW:L.AGENT_COL + 1]
-        agent_after = n[:, L.AGENT_ROW:L.AGENT_COL + 1]
+        before, after = s[:, i + 1:i + 3], n[:, i + 1:i + 3]
         on_floor = (held != code) & (now_held != code)
         bad |= on_floor & (before != after).any(axis=1)  # a floor object moved
         picked = (held != code) & (now_held == code)
