@@ -1,11 +1,21 @@
-"""Print the train-level success curve of each run folder's seeds (from checkpoint.pt or record)."""
-import sys, glob, json, os
+"""Print the train-level success curve of each run folder's seeds: from checkpoint.pt while a run
+trains, from record.json once it has finished (the runner removes the checkpoint then)."""
+import glob
+import json
+import os
+import sys
+
 import torch
+
 for run in sys.argv[1:]:
     rows = {}
     for seed in sorted(glob.glob(os.path.join(run, "seed*"))):
-        c = torch.load(os.path.join(seed, "checkpoint.pt"), weights_only=False, map_location="cpu")
-        rows[os.path.basename(seed)] = [(p["step"], p["train"]["success"]) for p in c["curve"]]
+        record = os.path.join(seed, "record.json")
+        if os.path.exists(record):
+            curve = json.load(open(record))["curve"]
+        else:
+            curve = torch.load(os.path.join(seed, "checkpoint.pt"), weights_only=False, map_location="cpu")["curve"]
+        rows[os.path.basename(seed)] = [(p["step"], p["train"]["success"]) for p in curve]
     print(run)
     for s, pts in rows.items():
         print(" ", s, " ".join(f"{v*100:.0f}" for _, v in pts))
