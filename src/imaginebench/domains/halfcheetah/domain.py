@@ -123,8 +123,8 @@ class HalfCheetahDomain(Domain):
     """TD3+BC weighs its Q term at alpha 0.25, as on Meta-World's and LIBERO's cards: with the paper's
     2.5 its Real upper bound on hard (2,000 real hard episodes beside the train set) learned 4.4%
     (jump in place only), leaving 3.3 points of room over real only; at 0.25 it learns 18.9%
-    (16.7 / 20.0 / 20.0: jump in place 50-60%, the two direction changes still 0) and the train level
-    stays at 95-98%.
+    (16.7 / 20.0 / 20.0: jump in place 50-60%, the two direction changes still 0; train level 95-98% in
+    the same runs), and real only learns 93.3% of the train level (was 92.5).
     notes/halfcheetah_imagination.md "Session 59"."""
     trained_experts: ClassVar[str | None] = "imaginebench.experts.halfcheetah:EXPERTS"
     """Its expert is seven SAC policies (:mod:`.training`), not a script."""
