@@ -1,7 +1,7 @@
 #!/bin/sh
 # Session 59: HalfCheetah TD3+BC cells under the card's alpha 0.25, one thread each. Queues A and B
 # ran side by side after `--baselines` and `--level hard --real-upper-bound`; C holds the rows still
-# marked "older settings" (alpha 2.5), for a later session.
+# marked "older settings" (alpha 2.5); session 60 ran it (its unfiltered cells in two lanes side by side).
 # usage: IMAGINEBENCH_HOME=... PYTHONPATH=src sh td3bc_alpha025.sh A|B|C
 IB=${IB:-/tmp/fresh/.venv/bin/imaginebench}
 run() { $IB train --env HalfCheetah-v0 --algo td3bc --seeds 0 1 2 --profile small --threads 1 --no-progress "$@"; }
