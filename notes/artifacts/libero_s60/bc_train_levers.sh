@@ -10,4 +10,8 @@ run() { $IB train --env LIBERO-v0 --algo bc --level train --seeds 0 1 2 --profil
 case "$1" in
 steps40k) run --steps 40000 --checkpoint-every 4000 --tag steps40k ;;
 h512) run --set 'hidden_units=[512,512]' --tag h512 ;;
+# easy's Real upper bound at 40k steps (needs `data collect --level easy`; started at session 60's end,
+# resumes from its run folder): does the level's room grow with steps where the train level's did not?
+rub-easy-steps40k) $IB train --env LIBERO-v0 --algo bc --level easy --real-upper-bound --seeds 0 1 2 \
+    --profile small --no-curve --threads 2 --no-progress --steps 40000 --checkpoint-every 4000 --tag steps40k ;;
 esac
